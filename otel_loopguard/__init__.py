@@ -1,0 +1,23 @@
+"""otel-loopguard: stop LLM agents looping on tool calls, using the spans they already emit."""
+
+from .config import LoopDetectionConfig, LoopGuardConfig
+from .guard import LoopGuard
+from .loading import ConfigError, load_config
+from .processor import LoopGuardSpanProcessor
+from .store import InMemoryStore, StoreStats
+from .verdict import CompactionLoopPersisted, LoopGuardError, ToolLoopBlocked, Verdict
+
+__all__ = [
+    "CompactionLoopPersisted",
+    "ConfigError",
+    "InMemoryStore",
+    "LoopDetectionConfig",
+    "LoopGuard",
+    "LoopGuardConfig",
+    "LoopGuardError",
+    "LoopGuardSpanProcessor",
+    "StoreStats",
+    "ToolLoopBlocked",
+    "Verdict",
+    "load_config",
+]

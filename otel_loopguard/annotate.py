@@ -1,0 +1,147 @@
+"""Annotations (§5.3): the span event and attributes, the log record and the counter.
+
+Never copies raw arguments or results: only the verdict's fields and the tool name.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from opentelemetry import context as context_api
+from opentelemetry import metrics, trace
+from opentelemetry.sdk.trace import Event, ReadableSpan
+from opentelemetry.trace import Span, SpanContext, Status, StatusCode
+from opentelemetry.util.types import AttributeValue
+
+from .verdict import Verdict
+
+__all__ = ["EVENT_NAME", "Annotator", "Mark", "enriched_copy", "event_attributes"]
+
+EVENT_NAME = "loopguard.loop_detected"
+COUNTER_NAME = "loopguard.detections"
+
+_logger = logging.getLogger("otel_loopguard")
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """One detection to annotate: the verdict given, and in observe-only mode the intended one."""
+
+    verdict: Verdict
+    tool: str
+    intended: Verdict | None = None
+
+
+def event_attributes(mark: Mark) -> dict[str, AttributeValue]:
+    """The attributes of the ``loopguard.loop_detected`` event (and of the log record)."""
+    verdict = mark.verdict
+    attributes: dict[str, AttributeValue] = {
+        "loopguard.detector": verdict.detector or "",
+        "loopguard.level": verdict.level,
+        "loopguard.action": verdict.action,
+        "loopguard.count": verdict.count,
+        "loopguard.message": verdict.message,
+        "gen_ai.tool.name": mark.tool,
+    }
+    if verdict.paired_tool is not None:
+        attributes["loopguard.paired_tool"] = verdict.paired_tool
+    if mark.intended is not None:
+        attributes["loopguard.observe_only"] = True
+        attributes["loopguard.intended_action"] = mark.intended.action
+    return attributes
+
+
+def span_attributes(mark: Mark, existing: Mapping[str, Any] | None) -> dict[str, AttributeValue]:
+    """The tool span's own attributes for a detection; ``loopguard.count`` keeps the highest."""
+    verdict = mark.verdict
+    previous = existing.get("loopguard.count") if existing else None
+    if isinstance(previous, int) and not isinstance(previous, bool) and previous > verdict.count:
+        return {}
+    attributes: dict[str, AttributeValue] = {
+        "loopguard.detector": verdict.detector or "",
+        "loopguard.level": verdict.level,
+        "loopguard.action": verdict.action,
+        "loopguard.count": verdict.count,
+    }
+    if verdict.blocked:
+        attributes["loopguard.blocked"] = True
+    if verdict.aborted:
+        attributes["error.type"] = verdict.detector or "loop_detected"
+    if mark.intended is not None:
+        attributes["loopguard.observe_only"] = True
+        attributes["loopguard.intended_action"] = mark.intended.action
+    return attributes
+
+
+class Annotator:
+    """Writes detections to spans, to the ``otel_loopguard`` logger and to the counter."""
+
+    def __init__(self, meter_provider: metrics.MeterProvider | None) -> None:
+        if meter_provider is None:
+            meter = metrics.get_meter("otel_loopguard")
+        else:
+            meter = meter_provider.get_meter("otel_loopguard")
+        self._counter = meter.create_counter(
+            COUNTER_NAME,
+            unit="{detection}",
+            description="Tool-loop detections by detector, level, action and tool.",
+        )
+
+    def on_live_span(self, span: Span, mark: Mark) -> None:
+        """Annotate a span that has not ended yet, then log and count."""
+        span.add_event(EVENT_NAME, event_attributes(mark))
+        span.set_attributes(span_attributes(mark, getattr(span, "attributes", None)))
+        if mark.verdict.aborted:
+            span.set_status(Status(StatusCode.ERROR, mark.verdict.message))
+        self.signal(mark, span.get_span_context())
+
+    def signal(self, mark: Mark, span_context: SpanContext) -> None:
+        """The log record (inside the tool span's context) and the counter increment."""
+        verdict = mark.verdict
+        attributes = event_attributes(mark)
+        self._counter.add(
+            1,
+            {
+                "loopguard.detector": attributes["loopguard.detector"],
+                "loopguard.level": verdict.level,
+                "loopguard.action": verdict.action,
+                "gen_ai.tool.name": mark.tool,
+            },
+        )
+        level = logging.WARNING if verdict.action in ("warn", "none") else logging.ERROR
+        if not _logger.isEnabledFor(level):
+            return
+        token = context_api.attach(trace.set_span_in_context(trace.NonRecordingSpan(span_context)))
+        try:
+            _logger.log(level, verdict.message, extra=dict(attributes))
+        finally:
+            context_api.detach(token)
+
+
+def enriched_copy(span: ReadableSpan, marks: Sequence[Mark]) -> ReadableSpan:
+    """A copy of an ended span with the detections added; everything else is identical."""
+    attributes: dict[str, Any] = dict(span.attributes or {})
+    events = list(span.events)
+    status = span.status
+    for mark in marks:
+        events.append(Event(EVENT_NAME, event_attributes(mark), span.end_time))
+        attributes.update(span_attributes(mark, attributes))
+        if mark.verdict.aborted:
+            status = Status(StatusCode.ERROR, mark.verdict.message)
+    return ReadableSpan(
+        name=span.name,
+        context=span.context,
+        parent=span.parent,
+        resource=span.resource,
+        attributes=attributes,
+        events=events,
+        links=span.links,
+        kind=span.kind,
+        status=status,
+        start_time=span.start_time,
+        end_time=span.end_time,
+        instrumentation_scope=span.instrumentation_scope,
+    )

@@ -1,0 +1,244 @@
+"""The configuration model: the seed's ``tools.loopDetection`` block, per-agent overrides, and ours.
+
+Every field is optional in the model so that an agent's block can be laid over the global one
+(§3.4); defaults are applied when a block is resolved (``resolve.py``). Field names are accepted in
+the seed's camelCase and in snake_case. Unknown keys and bad values are refused at load.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    field_validator,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+
+__all__ = [
+    "AgentEntry",
+    "CompactionRecognition",
+    "DetectorToggles",
+    "LoopDetectionConfig",
+    "LoopGuardConfig",
+    "PollToolRule",
+    "PostCompactionGuardConfig",
+    "StoreConfig",
+    "ToolSpanRule",
+]
+
+Count = Annotated[StrictInt, Field(ge=1)]
+"""Every count is an integer >= 1 (§3.2); strict, so 10.5, "10" and true are refused."""
+
+Name = Annotated[StrictStr, Field(min_length=1)]
+Scalar = StrictStr | StrictInt | StrictFloat | StrictBool
+
+_SCOPE = re.compile(r"^(trace|conversation|attribute:.+)$")
+
+
+class _Block(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        frozen=True,
+        alias_generator=to_camel,
+        validate_by_name=True,
+        validate_by_alias=True,
+    )
+
+
+class DetectorToggles(_Block):
+    """Turn single rolling-history detectors on or off (the breaker has no toggle)."""
+
+    generic_repeat: StrictBool | None = None
+    known_poll_no_progress: StrictBool | None = None
+    ping_pong: StrictBool | None = None
+
+
+class PostCompactionGuardConfig(_Block):
+    """The post-compaction guard: how many completed calls it watches after a compaction."""
+
+    window_size: Count | None = None
+
+
+class PollToolRule(_Block):
+    """A known polling tool: its name, and optionally argument values that make a call a poll.
+
+    ``{"tool": "process", "args": {"action": ["poll", "log"]}}`` makes ``process`` a polling tool
+    only when its ``action`` argument is ``poll`` or ``log``; without ``args`` any call is a poll.
+    """
+
+    tool: Name
+    args: dict[Name, list[Scalar]] | None = None
+
+
+class ToolSpanRule(_Block):
+    """An extra way to recognise a tool span: an attribute value, or a span-name pattern."""
+
+    attribute: Name | None = None
+    equals: Scalar | None = None
+    span_name: Name | None = None
+    """A regular expression matched against the whole span name."""
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> ToolSpanRule:
+        if (self.attribute is None) == (self.span_name is None):
+            raise ValueError("give either 'attribute' (with optional 'equals') or 'spanName'")
+        if self.span_name is not None:
+            try:
+                re.compile(self.span_name)
+            except re.error as exc:
+                raise ValueError(f"spanName is not a valid regular expression: {exc}") from None
+        return self
+
+
+class CompactionRecognition(_Block):
+    """How a compaction span is recognised, besides ``loopguard.compaction = true``."""
+
+    span_names: list[Name] | None = None
+    operation_names: list[Name] | None = None
+
+
+class StoreConfig(_Block):
+    """The in-memory state store's bounds (§6)."""
+
+    type: Literal["memory"] | None = None
+    max_scopes: Count | None = None
+    idle_ttl_seconds: Annotated[StrictInt | StrictFloat, Field(gt=0)] | None = None
+
+
+_GLOBAL_ONLY = ("scope", "tool_spans", "compaction", "store")
+
+
+class LoopDetectionConfig(_Block):
+    """The ``loopDetection`` block, globally or for one agent. Unset fields inherit."""
+
+    enabled: StrictBool | None = None
+    history_size: Count | None = None
+    warning_threshold: Count | None = None
+    critical_threshold: Count | None = None
+    unknown_tool_threshold: Count | None = None
+    global_circuit_breaker_threshold: Count | None = None
+    detectors: DetectorToggles | None = None
+    post_compaction_guard: PostCompactionGuardConfig | None = None
+
+    # Beyond the seed (§3.1, §7).
+    observe_only: StrictBool | None = None
+    """Annotate and warn, never block or abort: for a safe roll-out."""
+    known_poll_tools: list[PollToolRule] | None = None
+    volatile_keys: list[Name] | None = None
+    """Keys whose values are ignored, at any depth, when fingerprinting results."""
+    veto_continues_streak: StrictBool | None = None
+    """A blocked call counts as one more identical outcome, so retries reach the breaker."""
+    breaker_aborts: StrictBool | None = None
+    """The global circuit breaker aborts the run instead of blocking one call."""
+    warnings_to_model: StrictBool | None = None
+    """``guard.tool`` appends warning messages to the tool's result."""
+
+    # Global only: they decide where a call belongs before its agent is known.
+    scope: StrictStr | None = None
+    tool_spans: list[ToolSpanRule] | None = None
+    compaction: CompactionRecognition | None = None
+    store: StoreConfig | None = None
+
+    @field_validator("scope")
+    @classmethod
+    def _scope_form(cls, value: str | None) -> str | None:
+        if value is not None and not _SCOPE.match(value):
+            raise ValueError("must be 'trace', 'conversation' or 'attribute:<attribute name>'")
+        return value
+
+
+class _AgentTools(_Block):
+    loop_detection: LoopDetectionConfig | None = None
+
+
+class AgentEntry(_Block):
+    """One ``agents.list[]`` entry: an agent id and its override block."""
+
+    id: Name
+    tools: _AgentTools | None = None
+
+    @model_validator(mode="after")
+    def _no_global_only_fields(self) -> AgentEntry:
+        block = self.tools.loop_detection if self.tools else None
+        if block is not None:
+            for name in _GLOBAL_ONLY:
+                if getattr(block, name) is not None:
+                    raise ValueError(
+                        f"{to_camel(name)!r} can only be set in the global tools.loopDetection "
+                        "block, not for one agent"
+                    )
+        return self
+
+    @property
+    def loop_detection(self) -> LoopDetectionConfig:
+        block = self.tools.loop_detection if self.tools else None
+        return block if block is not None else LoopDetectionConfig()
+
+
+class _Tools(_Block):
+    loop_detection: LoopDetectionConfig | None = None
+
+
+class _Agents(_Block):
+    entries: list[AgentEntry] = Field(default_factory=list, alias="list")
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> _Agents:
+        seen: set[str] = set()
+        for entry in self.entries:
+            if entry.id in seen:
+                raise ValueError(f"agent id {entry.id!r} is listed twice")
+            seen.add(entry.id)
+        return self
+
+
+class LoopGuardConfig(_Block):
+    """The seed's whole shape: ``{tools: {loopDetection: {...}}, agents: {list: [...]}}``."""
+
+    tools: _Tools | None = None
+    agents: _Agents | None = None
+
+    @property
+    def loop_detection(self) -> LoopDetectionConfig:
+        block = self.tools.loop_detection if self.tools else None
+        return block if block is not None else LoopDetectionConfig()
+
+    @property
+    def agent_entries(self) -> list[AgentEntry]:
+        return list(self.agents.entries) if self.agents else []
+
+    @classmethod
+    def from_block(cls, block: LoopDetectionConfig) -> LoopGuardConfig:
+        """Wrap a bare ``loopDetection`` block as the whole shape."""
+        return cls(tools=_Tools(loop_detection=block))
+
+
+def known_keys() -> dict[str, Any]:
+    """Every key the model accepts, for suggestions in error messages."""
+    keys: dict[str, Any] = {}
+    for model in (
+        LoopGuardConfig,
+        _Tools,
+        _Agents,
+        AgentEntry,
+        _AgentTools,
+        LoopDetectionConfig,
+        DetectorToggles,
+        PostCompactionGuardConfig,
+        PollToolRule,
+        ToolSpanRule,
+        CompactionRecognition,
+        StoreConfig,
+    ):
+        for name, field in model.model_fields.items():
+            keys[field.alias or name] = model
+    return keys

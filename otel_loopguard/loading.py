@@ -1,0 +1,240 @@
+"""Loading configuration from a mapping, a file (JSON, JSON5, YAML, TOML) or the environment.
+
+Every failure is a :class:`ConfigError` that names the field path, the value given and what is
+allowed. Nothing falls back to a default silently.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from .config import LoopDetectionConfig, LoopGuardConfig, known_keys
+
+__all__ = [
+    "ENV_CONFIG",
+    "ENV_FIELDS",
+    "ConfigError",
+    "config_from_env",
+    "load_config",
+    "load_file",
+]
+
+ENV_CONFIG = "OTEL_LOOPGUARD_CONFIG"
+"""Path of a configuration file."""
+
+ENV_FIELDS: dict[str, tuple[str, ...]] = {
+    "OTEL_LOOPGUARD_ENABLED": ("enabled",),
+    "OTEL_LOOPGUARD_HISTORY_SIZE": ("historySize",),
+    "OTEL_LOOPGUARD_WARNING_THRESHOLD": ("warningThreshold",),
+    "OTEL_LOOPGUARD_CRITICAL_THRESHOLD": ("criticalThreshold",),
+    "OTEL_LOOPGUARD_UNKNOWN_TOOL_THRESHOLD": ("unknownToolThreshold",),
+    "OTEL_LOOPGUARD_GLOBAL_CIRCUIT_BREAKER_THRESHOLD": ("globalCircuitBreakerThreshold",),
+    "OTEL_LOOPGUARD_POST_COMPACTION_WINDOW_SIZE": ("postCompactionGuard", "windowSize"),
+    "OTEL_LOOPGUARD_OBSERVE_ONLY": ("observeOnly",),
+    "OTEL_LOOPGUARD_SCOPE": ("scope",),
+}
+"""Single global fields, laid over the file named by ``OTEL_LOOPGUARD_CONFIG``."""
+
+_BOOL_FIELDS = {"enabled", "observeOnly"}
+_STR_FIELDS = {"scope"}
+
+
+class ConfigError(ValueError):
+    """The configuration is invalid: the message says where, what was given and what is allowed."""
+
+
+ConfigSource = Mapping[str, Any] | str | os.PathLike[str] | LoopGuardConfig | LoopDetectionConfig
+
+
+def load_config(source: ConfigSource | None = None) -> LoopGuardConfig:
+    """Load a configuration from a mapping, a file path or a model; ``None`` reads the environment.
+
+    A mapping with a top-level ``tools`` or ``agents`` key is the seed's whole shape; any other
+    mapping is a bare ``loopDetection`` block.
+    """
+    if source is None:
+        return config_from_env(os.environ)
+    if isinstance(source, LoopGuardConfig):
+        return source
+    if isinstance(source, LoopDetectionConfig):
+        return LoopGuardConfig.from_block(source)
+    if isinstance(source, str | os.PathLike):
+        return load_file(source)
+    if isinstance(source, Mapping):
+        return _from_mapping(source, origin="configuration")
+    raise ConfigError(
+        f"configuration: got a {type(source).__name__}; expected a mapping, a file path "
+        "(str or Path), a LoopGuardConfig / LoopDetectionConfig, or None for the environment"
+    )
+
+
+def load_file(path: str | os.PathLike[str]) -> LoopGuardConfig:
+    """Load a ``.json``, ``.json5``, ``.yaml``/``.yml`` or ``.toml`` configuration file."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{file}: configuration file not found") from None
+    except OSError as exc:
+        raise ConfigError(f"{file}: cannot read configuration file: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{file}: not UTF-8 text ({exc.reason})") from None
+    data = _parse(file, text)
+    if not isinstance(data, Mapping):
+        raise ConfigError(
+            f"{file}: the top level must be a mapping (object/table), got {type(data).__name__}"
+        )
+    return _from_mapping(data, origin=str(file))
+
+
+def _parse(file: Path, text: str) -> Any:
+    suffix = file.suffix.lower()
+    if suffix == ".json":
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{file}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    if suffix == ".json5":
+        json5 = _optional("json5", "json5")
+        try:
+            return json5.loads(text)
+        except ValueError as exc:
+            raise ConfigError(f"{file}: invalid JSON5 at {_json5_where(str(exc))}") from None
+    if suffix in (".yaml", ".yml"):
+        yaml = _optional("yaml", "yaml")
+        try:
+            return yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f"line {mark.line + 1}" if mark is not None else "an unknown line"
+            problem = getattr(exc, "problem", None) or str(exc)
+            raise ConfigError(f"{file}: invalid YAML at {where}: {problem}") from None
+    if suffix == ".toml":
+        try:
+            return tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{file}: invalid TOML: {exc}") from None
+    raise ConfigError(
+        f"{file}: unknown configuration file type {suffix or '(none)'!r}; "
+        "allowed: .json, .json5, .yaml, .yml, .toml"
+    )
+
+
+def _json5_where(message: str) -> str:
+    # json5 reports "<string>:LINE Problem at column N".
+    match = re.match(r"<string>:(\d+)\s+(.*)", message)
+    return f"line {match.group(1)}: {match.group(2)}" if match else message
+
+
+def _optional(module: str, extra: str) -> Any:
+    try:
+        return __import__(module)
+    except ImportError:
+        raise ConfigError(
+            f"reading this file needs the {module!r} package: pip install 'otel-loopguard[{extra}]'"
+        ) from None
+
+
+def _from_mapping(data: Mapping[str, Any], origin: str) -> LoopGuardConfig:
+    whole = "tools" in data or "agents" in data
+    try:
+        if whole:
+            return LoopGuardConfig.model_validate(dict(data))
+        block = LoopDetectionConfig.model_validate(dict(data))
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, origin, prefix="" if whole else "loopDetection")) from None
+    return LoopGuardConfig.from_block(block)
+
+
+def _describe(exc: ValidationError, origin: str, prefix: str) -> str:
+    lines = []
+    keys = known_keys()
+    for error in exc.errors(include_url=False):
+        loc = [str(part) for part in error["loc"]]
+        path = ".".join([p for p in (prefix, *loc) if p]) or "(top level)"
+        kind = error["type"]
+        given = error.get("input")
+        if kind == "extra_forbidden":
+            key = loc[-1] if loc else "?"
+            close = difflib.get_close_matches(key, list(keys), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            lines.append(f"{path}: unknown key {key!r}{hint}")
+            continue
+        lines.append(f"{path}: got {_show(given)}; {_allowed(kind, error)}")
+    count = len(lines)
+    head = f"{origin}: {count} invalid setting{'s' if count != 1 else ''}"
+    return head + "\n  " + "\n  ".join(lines)
+
+
+def _show(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _allowed(kind: str, error: Any) -> str:
+    ctx = error.get("ctx") or {}
+    if kind in ("greater_than_equal", "int_type", "int_from_float", "int_parsing"):
+        return "allowed: an integer >= 1"
+    if kind == "greater_than":
+        return f"allowed: a number > {ctx.get('gt')}"
+    if kind == "bool_type":
+        return "allowed: true or false"
+    if kind in ("string_type", "string_too_short"):
+        return "allowed: a non-empty string"
+    if kind in ("model_type", "model_attributes_type", "dict_type"):
+        return "allowed: a mapping (object)"
+    if kind == "list_type":
+        return "allowed: a list"
+    if kind == "literal_error":
+        return f"allowed: {ctx.get('expected')}"
+    return f"allowed: {error['msg']}"
+
+
+def config_from_env(environ: Mapping[str, str]) -> LoopGuardConfig:
+    """The file named by ``OTEL_LOOPGUARD_CONFIG`` (if any), then single-field variables over it."""
+    path = environ.get(ENV_CONFIG)
+    config = load_file(path) if path else LoopGuardConfig()
+    overrides: dict[str, Any] = {}
+    for variable, field_path in ENV_FIELDS.items():
+        raw = environ.get(variable)
+        if raw is None or raw.strip() == "":
+            continue
+        value = _env_value(variable, field_path[-1], raw.strip())
+        target = overrides
+        for part in field_path[:-1]:
+            target = target.setdefault(part, {})
+        target[field_path[-1]] = value
+    if not overrides:
+        return config
+    data = config.model_dump(by_alias=True, exclude_none=True)
+    block = data.setdefault("tools", {}).setdefault("loopDetection", {})
+    for key, value in overrides.items():
+        if isinstance(value, dict):
+            block[key] = {**block.get(key, {}), **value}
+        else:
+            block[key] = value
+    return _from_mapping(data, origin="environment")
+
+
+def _env_value(variable: str, field: str, raw: str) -> object:
+    if field in _BOOL_FIELDS:
+        lowered = raw.lower()
+        if lowered in ("true", "1", "yes", "on"):
+            return True
+        if lowered in ("false", "0", "no", "off"):
+            return False
+        raise ConfigError(f"{variable}: got {raw!r}; allowed: true or false")
+    if field in _STR_FIELDS:
+        return raw
+    if not re.fullmatch(r"\+?\d+", raw) or int(raw) < 1:
+        raise ConfigError(f"{variable}: got {raw!r}; allowed: an integer >= 1")
+    return int(raw)

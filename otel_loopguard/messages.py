@@ -1,0 +1,59 @@
+"""Messages a model can act on (§4.4). They name tools and counts, never argument values."""
+
+from __future__ import annotations
+
+__all__ = ["message"]
+
+
+def message(detector: str, level: str, tool: str, count: int, paired: str | None = None) -> str:
+    """The message for a verdict of ``detector`` at ``level`` about ``tool``."""
+    if detector == "generic_repeat":
+        if level == "critical":
+            return (
+                f"CRITICAL: {tool} was called {count} times with identical arguments and "
+                "identical outcomes; this call is blocked. Repeating it will not help: change "
+                "the approach, or report the task as failed."
+            )
+        return (
+            f"WARNING: {tool} has been called {count} times with the same arguments. If it is "
+            "not making progress, stop repeating it and try something different."
+        )
+    if detector == "known_poll_no_progress":
+        if level == "critical":
+            return (
+                f"CRITICAL: {tool} was polled {count} times with no change; this call is "
+                "blocked. Stop polling: the task is stuck, report it as failed."
+            )
+        return (
+            f"WARNING: {tool} has been polled {count} times with no change. Stop polling so "
+            "often: wait longer between checks, or report the task as stuck."
+        )
+    if detector == "ping_pong":
+        pair = f"{tool} and {paired or tool}"
+        if level == "critical":
+            return (
+                f"CRITICAL: alternating between {pair} {count} times with no progress; this "
+                "call is blocked. Stop alternating: try a different approach, or report the "
+                "task as failed."
+            )
+        return (
+            f"WARNING: alternating between {pair} for {count} calls. If this is not making "
+            "progress, stop and try a different approach."
+        )
+    if detector == "unknown_tool_repeat":
+        return (
+            f"CRITICAL: the tool {tool} is not available and has been tried {count} times; "
+            "this call is blocked. Answer without the missing tool."
+        )
+    if detector == "global_circuit_breaker":
+        return (
+            f"CRITICAL: global circuit breaker: {tool} made no progress for {count} identical "
+            "calls; the run is stopped. Report the task as failed."
+        )
+    if detector == "compaction_loop_persisted":
+        return (
+            f"CRITICAL: compaction_loop_persisted: {tool} repeated the same call with "
+            f"identical results {count} times after context compaction; the run is stopped. "
+            "Report the task as failed."
+        )
+    return f"{'CRITICAL' if level == 'critical' else 'WARNING'}: {detector}: {tool} x{count}."

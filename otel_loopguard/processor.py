@@ -1,0 +1,89 @@
+"""``LoopGuardSpanProcessor``: thin glue between the OpenTelemetry SDK and a ``LoopGuard``."""
+
+from __future__ import annotations
+
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+
+from .annotate import EVENT_NAME, Mark, enriched_copy, event_attributes
+from .guard import LoopGuard
+
+__all__ = ["LoopGuardSpanProcessor"]
+
+
+class LoopGuardSpanProcessor(SpanProcessor):
+    """Feeds tool spans to a :class:`LoopGuard` and annotates them with its detections.
+
+    Standalone, register it before the exporting processor. With ``downstream``, it owns that
+    processor: every span is passed on to it, and detections that complete after a span ended
+    travel on an enriched copy of the span. Without it, they go on the nearest live ancestor.
+    Nothing raises out of this processor (§5.4); the span always reaches ``downstream``.
+    """
+
+    def __init__(self, guard: LoopGuard, downstream: SpanProcessor | None = None) -> None:
+        if not isinstance(guard, LoopGuard):
+            raise TypeError(f"guard: got {type(guard).__name__}; allowed: a LoopGuard")
+        if downstream is not None and not isinstance(downstream, SpanProcessor):
+            raise TypeError(
+                f"downstream: got {type(downstream).__name__}; allowed: a SpanProcessor or None"
+            )
+        self.guard = guard
+        self.downstream = downstream
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        try:
+            self.guard._span_started(span)
+        except Exception as exc:
+            self.guard._errors.report("on_start", exc)
+        if self.downstream is not None:
+            try:
+                self.downstream.on_start(span, parent_context=parent_context)
+            except Exception as exc:
+                self.guard._errors.report("downstream.on_start", exc, ours=False)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        forward = span
+        try:
+            marks = self.guard._span_ended(span)
+            if marks:
+                if self.downstream is not None:
+                    forward = enriched_copy(span, marks)
+                else:
+                    self._annotate_ancestor(span, marks)
+                for mark in marks:
+                    if span.context is not None:
+                        self.guard._annotator.signal(mark, span.context)
+        except Exception as exc:
+            forward = span
+            self.guard._errors.report("on_end", exc)
+        if self.downstream is not None:
+            try:
+                self.downstream.on_end(forward)
+            except Exception as exc:
+                self.guard._errors.report("downstream.on_end", exc, ours=False)
+
+    def _annotate_ancestor(self, span: ReadableSpan, marks: list[Mark]) -> None:
+        parent = span.parent
+        ancestor = self.guard._live.nearest_live_ancestor(
+            None if parent is None or parent.is_remote else parent.span_id
+        )
+        if ancestor is None:
+            return
+        for mark in marks:
+            ancestor.add_event(EVENT_NAME, event_attributes(mark))
+
+    def shutdown(self) -> None:
+        if self.downstream is not None:
+            try:
+                self.downstream.shutdown()
+            except Exception as exc:
+                self.guard._errors.report("downstream.shutdown", exc, ours=False)
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        if self.downstream is None:
+            return True
+        try:
+            return self.downstream.force_flush(timeout_millis)
+        except Exception as exc:
+            self.guard._errors.report("downstream.force_flush", exc, ours=False)
+            return False

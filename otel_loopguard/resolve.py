@@ -1,0 +1,274 @@
+"""From the configuration model to concrete settings: defaults, §3.3 normalisation, per-agent merge.
+
+Resolution happens once, at construction: ``Settings.for_agent`` is a dictionary look-up.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from .config import DetectorToggles, LoopDetectionConfig, LoopGuardConfig
+
+__all__ = ["GlobalSettings", "PollRule", "ResolvedConfig", "Settings", "resolve"]
+
+_log = logging.getLogger("otel_loopguard")
+
+DEFAULT_VOLATILE_KEYS = (
+    "id",
+    "request_id",
+    "requestId",
+    "trace_id",
+    "traceId",
+    "span_id",
+    "spanId",
+    "timestamp",
+    "ts",
+    "time",
+    "created",
+    "created_at",
+    "createdAt",
+    "updated_at",
+    "updatedAt",
+    "date",
+    "elapsed",
+    "elapsed_ms",
+    "duration",
+    "duration_ms",
+    "durationMs",
+    "pid",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PollRule:
+    """A polling tool: any call to ``tool``, or only calls whose ``args`` hold one of the values."""
+
+    tool: str
+    args: tuple[tuple[str, frozenset[Any]], ...] = ()
+
+    def matches(self, tool: str, args: object) -> bool:
+        if tool != self.tool:
+            return False
+        if not self.args:
+            return True
+        if not isinstance(args, dict):
+            return False
+        return all(_hashable(args.get(key)) in allowed for key, allowed in self.args)
+
+
+def _hashable(value: object) -> object:
+    try:
+        hash(value)
+    except TypeError:
+        return None
+    return value
+
+
+DEFAULT_POLL_RULES = (
+    PollRule("command_status"),
+    PollRule("process", (("action", frozenset({"poll", "log"})),)),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedConfig:
+    """Concrete, normalised settings for one agent (or the global default)."""
+
+    enabled: bool | None
+    history_size: int = 30
+    warning_threshold: int = 10
+    critical_threshold: int = 20
+    unknown_tool_threshold: int = 10
+    global_circuit_breaker_threshold: int = 30
+    generic_repeat: bool = True
+    known_poll_no_progress: bool = True
+    ping_pong: bool = True
+    compaction_window_size: int = 3
+    observe_only: bool = False
+    poll_rules: tuple[PollRule, ...] = DEFAULT_POLL_RULES
+    volatile_keys: frozenset[str] = frozenset(DEFAULT_VOLATILE_KEYS)
+    veto_continues_streak: bool = True
+    breaker_aborts: bool = True
+    warnings_to_model: bool = True
+
+    @property
+    def rolling_enabled(self) -> bool:
+        """The rolling-history detectors run only when ``enabled`` is ``true`` (§3.5)."""
+        return self.enabled is True
+
+    @property
+    def compaction_guard_enabled(self) -> bool:
+        """The post-compaction guard runs unless ``enabled`` is explicitly ``false`` (§3.5)."""
+        return self.enabled is not False
+
+    @property
+    def active(self) -> bool:
+        return self.enabled is not False
+
+    def is_poll(self, tool: str, args: object) -> bool:
+        return any(rule.matches(tool, args) for rule in self.poll_rules)
+
+
+@dataclass(frozen=True, slots=True)
+class GlobalSettings:
+    """Settings that apply before a call's agent is known."""
+
+    scope: str = "trace"
+    tool_span_attributes: tuple[tuple[str, object], ...] = ()
+    tool_span_names: tuple[re.Pattern[str], ...] = ()
+    compaction_span_names: frozenset[str] = frozenset()
+    compaction_operation_names: frozenset[str] = frozenset({"compaction", "compact"})
+    max_scopes: int = 10_000
+    idle_ttl_seconds: float = 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything resolved: global settings, the default config and one per listed agent."""
+
+    source: LoopGuardConfig
+    globals: GlobalSettings
+    default: ResolvedConfig
+    agents: dict[str, ResolvedConfig]
+
+    def for_agent(self, agent: str | None) -> ResolvedConfig:
+        if agent is None:
+            return self.default
+        return self.agents.get(agent, self.default)
+
+    @property
+    def max_history_size(self) -> int:
+        return max([self.default.history_size, *(c.history_size for c in self.agents.values())])
+
+
+def _merge(base: LoopDetectionConfig, over: LoopDetectionConfig) -> LoopDetectionConfig:
+    """Lay ``over`` on ``base``; ``detectors`` and ``postCompactionGuard`` merge one level deep."""
+    merged: dict[str, Any] = base.model_dump(exclude_none=True, by_alias=False)
+    for key, value in over.model_dump(exclude_none=True, by_alias=False).items():
+        if key in ("detectors", "post_compaction_guard") and key in merged:
+            merged[key] = {**merged[key], **value}
+        else:
+            merged[key] = value
+    return LoopDetectionConfig.model_validate(merged)
+
+
+def _normalise(block: LoopDetectionConfig, label: str) -> ResolvedConfig:
+    defaults = ResolvedConfig(enabled=None)
+    warning = block.warning_threshold or defaults.warning_threshold
+    critical = block.critical_threshold or defaults.critical_threshold
+    breaker = block.global_circuit_breaker_threshold or defaults.global_circuit_breaker_threshold
+    history = block.history_size or defaults.history_size
+    if critical <= warning:
+        _log.warning(
+            "%s: criticalThreshold %d must exceed warningThreshold %d; using %d",
+            label,
+            critical,
+            warning,
+            warning + 1,
+        )
+        critical = warning + 1
+    if breaker <= critical:
+        _log.warning(
+            "%s: globalCircuitBreakerThreshold %d must exceed criticalThreshold %d; using %d",
+            label,
+            breaker,
+            critical,
+            critical + 1,
+        )
+        breaker = critical + 1
+    if breaker > history:
+        _log.warning(
+            "%s: globalCircuitBreakerThreshold %d is above historySize %d, so the global "
+            "circuit breaker can never fire (a streak cannot be longer than the window)",
+            label,
+            breaker,
+            history,
+        )
+    toggles = block.detectors or DetectorToggles()
+    guard = block.post_compaction_guard
+    return ResolvedConfig(
+        enabled=block.enabled,
+        history_size=history,
+        warning_threshold=warning,
+        critical_threshold=critical,
+        unknown_tool_threshold=block.unknown_tool_threshold or defaults.unknown_tool_threshold,
+        global_circuit_breaker_threshold=breaker,
+        generic_repeat=_pick(toggles.generic_repeat, defaults.generic_repeat),
+        known_poll_no_progress=_pick(
+            toggles.known_poll_no_progress, defaults.known_poll_no_progress
+        ),
+        ping_pong=_pick(toggles.ping_pong, defaults.ping_pong),
+        compaction_window_size=(guard and guard.window_size) or defaults.compaction_window_size,
+        observe_only=_pick(block.observe_only, defaults.observe_only),
+        poll_rules=(
+            defaults.poll_rules
+            if block.known_poll_tools is None
+            else tuple(
+                PollRule(
+                    r.tool,
+                    tuple((k, frozenset(v)) for k, v in (r.args or {}).items()),
+                )
+                for r in block.known_poll_tools
+            )
+        ),
+        volatile_keys=(
+            defaults.volatile_keys
+            if block.volatile_keys is None
+            else frozenset(block.volatile_keys)
+        ),
+        veto_continues_streak=_pick(block.veto_continues_streak, defaults.veto_continues_streak),
+        breaker_aborts=_pick(block.breaker_aborts, defaults.breaker_aborts),
+        warnings_to_model=_pick(block.warnings_to_model, defaults.warnings_to_model),
+    )
+
+
+def _pick(value: bool | None, default: bool) -> bool:
+    return default if value is None else value
+
+
+def _globals(block: LoopDetectionConfig) -> GlobalSettings:
+    defaults = GlobalSettings()
+    attributes: list[tuple[str, object]] = []
+    names: list[re.Pattern[str]] = []
+    for rule in block.tool_spans or ():
+        if rule.attribute is not None:
+            attributes.append((rule.attribute, rule.equals))
+        elif rule.span_name is not None:
+            names.append(re.compile(rule.span_name))
+    compaction = block.compaction
+    store = block.store
+    return GlobalSettings(
+        scope=block.scope or defaults.scope,
+        tool_span_attributes=tuple(attributes),
+        tool_span_names=tuple(names),
+        compaction_span_names=(
+            frozenset(compaction.span_names)
+            if compaction and compaction.span_names is not None
+            else defaults.compaction_span_names
+        ),
+        compaction_operation_names=(
+            frozenset(compaction.operation_names)
+            if compaction and compaction.operation_names is not None
+            else defaults.compaction_operation_names
+        ),
+        max_scopes=(store and store.max_scopes) or defaults.max_scopes,
+        idle_ttl_seconds=float((store and store.idle_ttl_seconds) or defaults.idle_ttl_seconds),
+    )
+
+
+def resolve(config: LoopGuardConfig) -> Settings:
+    """Resolve the global block and every listed agent once; each §3.3 raise is logged once."""
+    base = config.loop_detection
+    agents = {
+        entry.id: _normalise(_merge(base, entry.loop_detection), f"agent {entry.id!r}")
+        for entry in config.agent_entries
+    }
+    return Settings(
+        source=config,
+        globals=_globals(base),
+        default=_normalise(base, "tools.loopDetection"),
+        agents=agents,
+    )

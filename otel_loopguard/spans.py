@@ -1,0 +1,181 @@
+"""Reading tool-call spans across conventions: OTel GenAI, OpenInference, OpenLLMetry (§2.1).
+
+Functions over an attribute mapping and a span's name, status and events; never raise on odd
+attribute values (any type, any size).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .resolve import GlobalSettings
+
+__all__ = [
+    "COMPACTION_ATTRIBUTE",
+    "ToolCallView",
+    "agent_of",
+    "error_of",
+    "is_compaction",
+    "is_tool_span",
+    "read_call",
+    "result_of",
+    "scope_value",
+    "unknown_tool_name",
+]
+
+COMPACTION_ATTRIBUTE = "loopguard.compaction"
+
+_TOOL_NAME = ("gen_ai.tool.name", "tool.name", "traceloop.entity.name")
+_ARGUMENTS = (
+    "gen_ai.tool.call.arguments",
+    "tool_arguments",
+    "input.value",
+    "traceloop.entity.input",
+)
+_RESULT = ("gen_ai.tool.call.result", "tool_response", "output.value", "traceloop.entity.output")
+_CALL_ID = ("gen_ai.tool.call.id", "tool.id", "tool_call.id")
+_AGENT = ("gen_ai.agent.id", "gen_ai.agent.name", "agent.name")
+_CONVERSATION = ("gen_ai.conversation.id", "session.id")
+
+_UNKNOWN = (
+    re.compile(r"unknown tool(?: name)?\s*[:=]?\s*[`'\"]?([\w.\-/]+)", re.IGNORECASE),
+    re.compile(r"\btool\s+[`'\"]?([\w.\-/]+)[`'\"]?\s+(?:was\s+)?not\s+found", re.IGNORECASE),
+    re.compile(r"\btool\s+[`'\"]?([\w.\-/]+)[`'\"]?\s+is\s+not\s+available", re.IGNORECASE),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallView:
+    """What a span says about its call: tool name, raw arguments (if any yet), call id."""
+
+    tool: str
+    arguments: object
+    has_arguments: bool
+    call_id: str | None
+
+
+def _first(attributes: Mapping[str, Any], keys: Sequence[str]) -> object:
+    for key in keys:
+        value = attributes.get(key)
+        if value is not None and value != "":
+            return value
+    return None
+
+
+def _text(value: object) -> str | None:
+    if isinstance(value, str):
+        return value or None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def is_tool_span(attributes: Mapping[str, Any], name: str, settings: GlobalSettings) -> bool:
+    """Whether a span is a tool call under any known convention or a configured rule."""
+    if attributes.get("gen_ai.operation.name") == "execute_tool":
+        return True
+    if attributes.get("openinference.span.kind") == "TOOL":
+        return True
+    if attributes.get("traceloop.span.kind") == "tool":
+        return True
+    for key, expected in settings.tool_span_attributes:
+        value = attributes.get(key)
+        if value is not None and (expected is None or value == expected):
+            return True
+    return any(pattern.fullmatch(name) for pattern in settings.tool_span_names)
+
+
+def _tool_name(attributes: Mapping[str, Any], span_name: str) -> str | None:
+    name = _text(_first(attributes, _TOOL_NAME))
+    if name:
+        return name
+    name = span_name or ""
+    if name.startswith("execute_tool "):
+        name = name[len("execute_tool ") :]
+    if name.endswith(".tool"):
+        name = name[: -len(".tool")]
+    name = name.strip()
+    return name or None
+
+
+def read_call(attributes: Mapping[str, Any], span_name: str) -> ToolCallView | None:
+    """The call a tool span describes, or ``None`` when it has no usable tool name."""
+    tool = _tool_name(attributes, span_name)
+    if tool is None:
+        return None
+    arguments = _first(attributes, _ARGUMENTS)
+    return ToolCallView(
+        tool=tool,
+        arguments=arguments,
+        has_arguments=arguments is not None,
+        call_id=_text(_first(attributes, _CALL_ID)),
+    )
+
+
+def result_of(attributes: Mapping[str, Any]) -> object:
+    """The raw result recorded on a span, or ``None``."""
+    return _first(attributes, _RESULT)
+
+
+def error_of(
+    attributes: Mapping[str, Any],
+    status_is_error: bool,
+    status_description: str | None,
+    events: Sequence[Any],
+) -> str | None:
+    """The call's error message, if the span records a failure."""
+    exception_message: str | None = None
+    for event in events:
+        if getattr(event, "name", None) == "exception":
+            event_attributes = getattr(event, "attributes", None) or {}
+            exception_message = _text(event_attributes.get("exception.message")) or _text(
+                event_attributes.get("exception.type")
+            )
+    error_type = _text(attributes.get("error.type"))
+    if not (status_is_error or error_type or exception_message):
+        return None
+    parts = [p for p in (exception_message, status_description, error_type) if p]
+    return parts[0] if parts else "error"
+
+
+def unknown_tool_name(error: str | None) -> str | None:
+    """The missing tool's name when an error says the tool does not exist."""
+    if not error:
+        return None
+    text = error[:2000]
+    for pattern in _UNKNOWN:
+        match = pattern.search(text)
+        if match:
+            return match.group(1).rstrip(".")
+    return None
+
+
+def agent_of(attributes: Mapping[str, Any]) -> str | None:
+    """The agent id recorded on this span itself."""
+    return _text(_first(attributes, _AGENT))
+
+
+def scope_value(attributes: Mapping[str, Any], scope: str) -> str | None:
+    """The scope key this span names under the configured scope, or ``None`` (use the trace)."""
+    if scope == "trace":
+        return None
+    if scope == "conversation":
+        value = _text(_first(attributes, _CONVERSATION))
+        return f"conversation:{value}" if value else None
+    attribute = scope.removeprefix("attribute:")
+    value = _text(attributes.get(attribute))
+    return f"{attribute}:{value}" if value else None
+
+
+def is_compaction(attributes: Mapping[str, Any], name: str, settings: GlobalSettings) -> bool:
+    """Whether an ended span marks a compaction retry (§4.6)."""
+    marker = attributes.get(COMPACTION_ATTRIBUTE)
+    if marker is True or (isinstance(marker, str) and marker.lower() == "true"):
+        return True
+    if name in settings.compaction_span_names:
+        return True
+    operation = attributes.get("gen_ai.operation.name")
+    return isinstance(operation, str) and operation in settings.compaction_operation_names

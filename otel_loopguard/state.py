@@ -1,0 +1,193 @@
+"""One scope's state and the rules that evaluate each call exactly once (§4.2, §4.5, §5.1).
+
+Pure bookkeeping over digests: no OpenTelemetry, no clock, no I/O, and not thread-safe on its
+own: the store's lock guards every method call.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field, replace
+
+from .compaction import CompactionGuard
+from .detectors import Finding, evaluate
+from .history import CallRecord, Outcome, ProposedCall
+from .resolve import ResolvedConfig
+from .verdict import OK, Verdict
+
+__all__ = ["Decision", "ScopeState"]
+
+MAX_OPEN_ASKS = 64
+MAX_OPEN_SPANS = 4096
+
+
+@dataclass(slots=True)
+class Decision:
+    """The verdict on one call, and whether this evaluation is to be annotated (§4.5)."""
+
+    verdict: Verdict
+    annotate: bool
+    record: CallRecord | None = None
+    intended: Verdict | None = None
+    """In observe-only mode, what would have been enforced."""
+    new: bool = True
+    """False when the verdict was adopted from an earlier evaluation point."""
+
+
+@dataclass(slots=True)
+class _Ask:
+    call: ProposedCall
+    call_id: str | None
+    decision: Decision
+
+
+@dataclass(slots=True)
+class ScopeState:
+    """History, open evaluations, the abort flag and the post-compaction guard of one scope."""
+
+    history_size: int
+    history: deque[CallRecord] = field(init=False)
+    spans: dict[int, Decision] = field(default_factory=dict)
+    asks: deque[_Ask] = field(default_factory=lambda: deque(maxlen=MAX_OPEN_ASKS))
+    abort: Verdict | None = None
+    compaction: CompactionGuard = field(default_factory=CompactionGuard)
+    warned: dict[str, int] = field(default_factory=dict)
+    last_used: float = 0.0
+    live_roots: int = 0
+
+    def __post_init__(self) -> None:
+        self.history = deque(maxlen=self.history_size)
+
+    # -- evaluation points -------------------------------------------------------------------
+
+    def ask(
+        self, call: ProposedCall, cfg: ResolvedConfig, call_id: str | None, agent: str | None
+    ) -> Decision:
+        """Point 1: the agent asks before the span exists. A repeated ask adopts the first."""
+        if self.abort is not None:
+            return self._aborted()
+        match = self._find_ask(call, call_id, pop=False)
+        if match is not None:
+            return replace(match.decision, new=False, annotate=False)
+        decision = self._propose(call, cfg, call_id, agent)
+        self.asks.append(_Ask(call, call_id, decision))
+        return decision
+
+    def for_span(
+        self,
+        span: int,
+        call: ProposedCall,
+        cfg: ResolvedConfig,
+        call_id: str | None,
+        agent: str | None,
+    ) -> Decision:
+        """Points 1 (inside the span), 2 and 3: evaluate the span's call, or adopt a verdict."""
+        bound = self.spans.get(span)
+        if bound is not None:
+            if self.abort is not None and bound.verdict is not self.abort:
+                return self._aborted()
+            return replace(bound, new=False, annotate=False)
+        match = self._find_ask(call, call_id, pop=True)
+        if match is not None:
+            # Adopted: the span gets the annotation the ask could not place on a span.
+            decision = replace(match.decision, new=False)
+        elif self.abort is not None:
+            decision = self._aborted()
+        else:
+            decision = self._propose(call, cfg, call_id, agent)
+        if len(self.spans) >= MAX_OPEN_SPANS:
+            self.spans.pop(next(iter(self.spans)))
+        self.spans[span] = decision
+        return decision
+
+    def bound(self, span: int) -> Decision | None:
+        """The decision already bound to a live span, if any."""
+        return self.spans.get(span)
+
+    def end_span(
+        self,
+        span: int,
+        result_fp: str | None,
+        unknown_tool: str | None,
+        outcome: Outcome,
+        cfg: ResolvedConfig,
+    ) -> Verdict | None:
+        """Record the outcome of a span's call; the post-compaction guard's abort, if it fires."""
+        decision = self.spans.pop(span, None)
+        record = decision.record if decision is not None else None
+        if record is None or record.outcome == "veto":
+            return None
+        record.result_fp = result_fp
+        record.unknown_tool = unknown_tool
+        record.outcome = outcome
+        if not cfg.compaction_guard_enabled:
+            return None
+        fired = self.compaction.observe(
+            record.tool, record.args_fp, result_fp, cfg.compaction_window_size
+        )
+        if fired is not None and not cfg.observe_only:
+            self.abort = fired
+        return fired
+
+    def arm_compaction(self) -> None:
+        self.compaction.arm()
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _aborted(self) -> Decision:
+        assert self.abort is not None
+        return Decision(self.abort, annotate=True, record=None, new=False)
+
+    def _find_ask(self, call: ProposedCall, call_id: str | None, *, pop: bool) -> _Ask | None:
+        for ask in reversed(self.asks):
+            same = (
+                ask.call_id == call_id
+                if call_id is not None and ask.call_id is not None
+                else ask.call.args_fp == call.args_fp
+            )
+            if same:
+                if pop:
+                    self.asks.remove(ask)
+                return ask
+        return None
+
+    def _propose(
+        self, call: ProposedCall, cfg: ResolvedConfig, call_id: str | None, agent: str | None
+    ) -> Decision:
+        finding = evaluate(self.history, call, cfg)
+        verdict = finding.verdict if finding is not None else OK
+        intended: Verdict | None = None
+        if cfg.observe_only and verdict.blocked:
+            intended, verdict = verdict, replace(verdict, action="warn")
+        record = CallRecord(call.tool, call.args_fp, call_id, agent)
+        if verdict.blocked:
+            record.outcome = "veto"
+            if cfg.veto_continues_streak:
+                self._continue_streak(record)
+        self.history.append(record)
+        if verdict.aborted:
+            self.abort = verdict
+        return Decision(verdict, self._should_annotate(finding, cfg), record, intended)
+
+    def _continue_streak(self, veto: CallRecord) -> None:
+        """A veto counts as one more outcome identical to the newest one it vetoed (§7)."""
+        for record in reversed(self.history):
+            same = record.args_fp == veto.args_fp and record.tool == veto.tool
+            if same and (record.result_fp is not None or record.unknown_tool is not None):
+                veto.result_fp = record.result_fp
+                veto.unknown_tool = record.unknown_tool
+                return
+
+    def _should_annotate(self, finding: Finding | None, cfg: ResolvedConfig) -> bool:
+        if finding is None:
+            return False
+        verdict = finding.verdict
+        if verdict.level != "warning":
+            return True
+        key = f"{verdict.detector}|{finding.signature}"
+        bucket = verdict.count // cfg.warning_threshold
+        previous = self.warned.get(key, 0)
+        self.warned[key] = bucket
+        if len(self.warned) > 4 * self.history_size:
+            self.warned.pop(next(iter(self.warned)))
+        return bucket > previous

@@ -1,0 +1,109 @@
+"""``@guard.tool``: a function becomes an instrumented, guarded tool in one line (§5.2, §7).
+
+The wrapper opens an ``execute_tool`` span with GenAI attributes, asks the guard, and on a block
+returns the block message as the tool's result without running the tool (or raises, when asked
+to). Warnings are appended to string and mapping results so the model sees them.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from opentelemetry import trace
+
+from .verdict import Verdict, exception_for
+
+if TYPE_CHECKING:
+    from .guard import LoopGuard
+
+__all__ = ["guarded_tool", "to_attribute"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+WARNING_KEY = "loopguard_warning"
+
+
+def to_attribute(value: object) -> str:
+    """A span attribute value for arguments or a result: JSON when possible, else ``str``."""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError, RecursionError):
+        return str(value)
+
+
+def _with_warning(result: object, verdict: Verdict) -> object:
+    if isinstance(result, str):
+        return f"{result}\n\n{verdict.message}"
+    if isinstance(result, dict):
+        return {**result, WARNING_KEY: verdict.message}
+    return result
+
+
+def guarded_tool(guard: LoopGuard, fn: F, *, name: str | None, raise_on_block: bool) -> F:
+    """Wrap ``fn`` (sync or async) as the tool ``name`` (default: the function's name)."""
+    if not callable(fn):
+        raise TypeError(f"guard.tool: got {type(fn).__name__}; allowed: a function")
+    if name is not None and (not isinstance(name, str) or not name):
+        raise ValueError(f"guard.tool(name=...): got {name!r}; allowed: a non-empty str")
+    tool_name = name or getattr(fn, "__name__", None) or "tool"
+    signature = inspect.signature(fn)
+
+    def arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError:
+            return {"args": list(args), **kwargs}
+        bound.apply_defaults()
+        return dict(bound.arguments)
+
+    def start(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        return guard._tracer().start_as_current_span(
+            f"execute_tool {tool_name}",
+            kind=trace.SpanKind.INTERNAL,
+            attributes={
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": tool_name,
+                "gen_ai.tool.type": "function",
+                "gen_ai.tool.call.arguments": to_attribute(arguments(args, kwargs)),
+            },
+        )
+
+    def blocked(verdict: Verdict, span: trace.Span) -> str:
+        if raise_on_block:
+            raise exception_for(verdict)
+        span.set_attribute("gen_ai.tool.call.result", verdict.message)
+        return verdict.message
+
+    def finish(result: object, verdict: Verdict, span: trace.Span) -> object:
+        span.set_attribute("gen_ai.tool.call.result", to_attribute(result))
+        if verdict.level == "warning" and guard._config_for_current().warnings_to_model:
+            return _with_warning(result, verdict)
+        return result
+
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def async_tool(*args: Any, **kwargs: Any) -> Any:
+            with start(args, kwargs) as span:
+                verdict = guard.check(tool_name, arguments(args, kwargs))
+                if verdict.blocked:
+                    return blocked(verdict, span)
+                return finish(await fn(*args, **kwargs), verdict, span)
+
+        return cast(F, async_tool)
+
+    @functools.wraps(fn)
+    def sync_tool(*args: Any, **kwargs: Any) -> Any:
+        with start(args, kwargs) as span:
+            verdict = guard.check(tool_name, arguments(args, kwargs))
+            if verdict.blocked:
+                return blocked(verdict, span)
+            return finish(fn(*args, **kwargs), verdict, span)
+
+    return cast(F, sync_tool)
