@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, TypeVar, overload
 
 from opentelemetry import metrics, trace
 from opentelemetry.sdk.trace import ReadableSpan, Span
 from opentelemetry.trace import StatusCode
 
-from . import fingerprint as fp
 from . import spans
 from .annotate import Annotator, Mark
+from .calls import digest_call, digest_outcome
 from .config import LoopGuardConfig
-from .history import Outcome, ProposedCall
 from .live import LiveSpan, LiveSpans, trace_scope
 from .loading import ConfigSource, load_config
 from .resolve import ResolvedConfig, Settings, resolve
@@ -30,14 +29,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 DEFAULT_SCOPE = "default"
 """The scope of calls made outside any trace, when no scope is given."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Call:
-    """A call fingerprinted, outside the lock."""
-
-    proposed: ProposedCall
-    call_id: str | None
 
 
 class LoopGuard:
@@ -115,14 +106,14 @@ class LoopGuard:
         cfg = self.settings.for_agent(agent)
         if not cfg.active:
             return OK
-        call = self._fingerprint(name, args, call_id, cfg)
+        call = digest_call(name, args, cfg)
         in_span = span_view is not None and span_view.tool == name
         with self._store.lock:
             state = self._store.get(scope_key)
             if in_span:
-                decision = state.for_span(context.span_id, call.proposed, cfg, call.call_id, agent)
+                decision = state.for_span(context.span_id, call, cfg, call_id, agent)
             else:
-                decision = state.ask(call.proposed, cfg, call.call_id, agent)
+                decision = state.ask(call, cfg, call_id, agent)
         if decision.annotate and in_span and current.is_recording():
             self._annotate_live(current, decision, name)
         elif decision.annotate and decision.new:
@@ -216,10 +207,10 @@ class LoopGuard:
         cfg = self.settings.for_agent(agent)
         if not cfg.active:
             return
-        call = self._fingerprint(view.tool, view.arguments, view.call_id, cfg)
+        call = digest_call(view.tool, view.arguments, cfg)
         with self._store.lock:
             state = self._store.get(live.scope_key)
-            decision = state.for_span(context.span_id, call.proposed, cfg, call.call_id, agent)
+            decision = state.for_span(context.span_id, call, cfg, view.call_id, agent)
         if decision.annotate:
             self._annotate_live(span, decision, view.tool)
 
@@ -266,27 +257,14 @@ class LoopGuard:
             status.description,
             span.events,
         )
-        outcome: Outcome
-        if error is not None:
-            result_fp: str | None = fp.error_fingerprint(error)
-            outcome = "error"
-        else:
-            raw = spans.result_of(span.attributes or {})
-            if raw is None:
-                result_fp, outcome = None, "empty"
-            else:
-                result = fp.normalise(raw)
-                is_poll = cfg.is_poll(view.tool, fp.normalise(view.arguments))
-                result_fp = fp.result_fingerprint(result, cfg.volatile_keys, exec_style=is_poll)
-                outcome = "ok"
-        unknown = spans.unknown_tool_name(error)
+        call = digest_call(view.tool, view.arguments, cfg)
+        result = digest_outcome(call, spans.result_of(span.attributes or {}), error, cfg)
         late: Decision | None = None
         with self._store.lock:
             state = self._store.get(scope_key)
             if state.bound(span_id) is None:
-                call = self._fingerprint(view.tool, view.arguments, view.call_id, cfg)
-                late = state.for_span(span_id, call.proposed, cfg, call.call_id, agent)
-            fired = state.end_span(span_id, result_fp, unknown, outcome, cfg)
+                late = state.for_span(span_id, call, cfg, view.call_id, agent)
+            fired = state.end_span(span_id, result, cfg)
         marks = []
         if late is not None and late.annotate:
             marks.append(_mark(late, view.tool))
@@ -295,13 +273,6 @@ class LoopGuard:
             shown = replace(fired, action="warn") if intended else fired
             marks.append(Mark(shown, view.tool, intended))
         return marks
-
-    def _fingerprint(
-        self, tool: str, args: object, call_id: str | None, cfg: ResolvedConfig
-    ) -> _Call:
-        normal = fp.normalise(args)
-        proposed = ProposedCall(tool, fp.args_fingerprint(tool, normal), cfg.is_poll(tool, normal))
-        return _Call(proposed, call_id)
 
     def _view_of(self, span: trace.Span) -> spans.ToolCallView | None:
         attributes = getattr(span, "attributes", None)

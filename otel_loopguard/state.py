@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field, replace
 
+from .calls import OutcomeDigest
 from .compaction import CompactionGuard
 from .detectors import Finding, evaluate
-from .history import CallRecord, Outcome, ProposedCall
+from .history import CallRecord, ProposedCall
 from .resolve import ResolvedConfig
 from .verdict import OK, Verdict
 
@@ -104,26 +105,19 @@ class ScopeState:
         """The decision already bound to a live span, if any."""
         return self.spans.get(span)
 
-    def end_span(
-        self,
-        span: int,
-        result_fp: str | None,
-        unknown_tool: str | None,
-        outcome: Outcome,
-        cfg: ResolvedConfig,
-    ) -> Verdict | None:
+    def end_span(self, span: int, result: OutcomeDigest, cfg: ResolvedConfig) -> Verdict | None:
         """Record the outcome of a span's call; the post-compaction guard's abort, if it fires."""
         decision = self.spans.pop(span, None)
         record = decision.record if decision is not None else None
         if record is None or record.outcome == "veto":
             return None
-        record.result_fp = result_fp
-        record.unknown_tool = unknown_tool
-        record.outcome = outcome
+        record.result_fp = result.result_fp
+        record.unknown_tool = result.unknown_tool
+        record.outcome = result.outcome
         if not cfg.compaction_guard_enabled:
             return None
         fired = self.compaction.observe(
-            record.tool, record.args_fp, result_fp, cfg.compaction_window_size
+            record.tool, record.args_fp, result.result_fp, cfg.compaction_window_size
         )
         if fired is not None and not cfg.observe_only:
             self.abort = fired

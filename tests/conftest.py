@@ -1,0 +1,44 @@
+"""Shared fixtures: real OpenTelemetry SDK objects; strict mode, so internal errors fail tests."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+os.environ["OTEL_LOOPGUARD_STRICT"] = "1"
+
+
+@pytest.fixture
+def exporter() -> InMemorySpanExporter:
+    return InMemorySpanExporter()
+
+
+@pytest.fixture
+def metric_reader() -> InMemoryMetricReader:
+    return InMemoryMetricReader()
+
+
+@pytest.fixture
+def meter_provider(metric_reader: InMemoryMetricReader) -> Iterator[MeterProvider]:
+    provider = MeterProvider(metric_readers=[metric_reader])
+    yield provider
+    provider.shutdown()
+
+
+@pytest.fixture
+def tracer_provider() -> Iterator[TracerProvider]:
+    provider = TracerProvider()
+    yield provider
+    provider.shutdown()
+
+
+@pytest.fixture
+def export_processor(exporter: InMemorySpanExporter) -> SimpleSpanProcessor:
+    return SimpleSpanProcessor(exporter)

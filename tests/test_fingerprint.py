@@ -1,0 +1,136 @@
+"""Fingerprints: canonical, stable across processes, safe on any input, never raw (SPEC §4.1)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from otel_loopguard.fingerprint import (
+    args_fingerprint,
+    error_fingerprint,
+    normalise,
+    result_fingerprint,
+)
+
+NO_VOLATILE: frozenset[str] = frozenset()
+
+
+def afp(args: object, tool: str = "read_file") -> str:
+    return args_fingerprint(tool, normalise(args))
+
+
+def rfp(result: object, volatile: frozenset[str] = NO_VOLATILE, exec_style: bool = False) -> str:
+    return result_fingerprint(normalise(result), volatile, exec_style=exec_style)
+
+
+def test_key_order_and_whitespace_do_not_matter() -> None:
+    assert afp({"a": 1, "b": [1, 2]}) == afp({"b": [1, 2], "a": 1})
+    assert afp('{"a": 1, "b": [1, 2]}') == afp('{ "b":[1,2],\n  "a":1 }')
+
+
+def test_a_dict_and_its_json_string_fingerprint_the_same() -> None:
+    args = {"path": "a.txt", "opts": {"lines": [1, 2], "follow": True}}
+    assert afp(args) == afp(json.dumps(args))
+
+
+def test_different_arguments_and_different_tools_differ() -> None:
+    assert afp({"path": "a"}) != afp({"path": "b"})
+    assert afp({"path": "a"}, tool="read_file") != afp({"path": "a"}, tool="write_file")
+
+
+@pytest.mark.parametrize(
+    "value", [1, 2.5, None, True, "plain text, not json", [1, [2, [3]]], "", "{not json"]
+)
+def test_scalars_nested_lists_and_non_json_strings_work(value: object) -> None:
+    assert afp(value) == afp(value)
+    assert afp(value).startswith("read_file:")
+
+
+def test_the_tool_name_is_part_of_the_fingerprint_but_no_argument_value_is() -> None:
+    fp = afp({"password": "hunter2-secret"})
+    assert "hunter2" not in fp
+    assert fp.startswith("read_file:")
+    assert "hunter2" not in rfp({"token": "hunter2-secret"})
+    assert "hunter2" not in error_fingerprint("bad password hunter2-secret")
+
+
+def test_smolagents_and_langchain_wrappers_fingerprint_like_the_bare_arguments() -> None:
+    bare = afp({"path": "a.txt"})
+    assert afp({"args": [], "kwargs": {"path": "a.txt"}}) == bare
+    assert (
+        afp({"input_str": "{'path': 'a.txt'}", "inputs": {"path": "a.txt"}, "kwargs": {}}) == bare
+    )
+    assert afp(json.dumps({"input_str": "{'path': 'a.txt'}", "tags": [], "metadata": {}})) == bare
+    assert afp("{'path': 'a.txt'}") == bare  # OpenInference records LangChain's Python repr
+
+
+def test_fingerprints_are_stable_across_processes() -> None:
+    code = (
+        "from otel_loopguard.fingerprint import args_fingerprint, normalise;"
+        "print(args_fingerprint('read_file', normalise({'b': [1, 2.0], 'a': 'é'})))"
+    )
+    results = set()
+    for seed in ("1", "2", "random"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        out = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        )
+        results.add(out.stdout.strip())
+    results.add(afp({"a": "é", "b": [1, 2]}))
+    assert len(results) == 1
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "x" * (5 * 1024 * 1024),
+        "[" * 200_000 + "]" * 200_000,
+        "[" * 200_000,
+        '{"a": "\ud800"}',
+        "\udcff lone surrogate",
+        b"\x00\xff\xfe binary",
+        bytearray(b"\x80\x81"),
+        ("a", 1, None),
+        {"set": {1, 2}, "obj": object()},
+        float("nan"),
+        "{" * 100 + "}" * 100,
+    ],
+)
+def test_any_input_is_safe(value: object) -> None:
+    assert afp(value)
+    assert rfp(value)
+
+
+def test_deep_structures_given_directly_are_safe() -> None:
+    deep: list[object] = []
+    cursor = deep
+    for _ in range(100_000):
+        nxt: list[object] = []
+        cursor.append(nxt)
+        cursor = nxt
+    assert afp(deep)
+
+
+def test_volatile_keys_are_removed_at_any_depth() -> None:
+    volatile = frozenset({"request_id", "timestamp"})
+    one = {"items": [{"name": "a", "timestamp": 1}], "request_id": "r1"}
+    two = {"request_id": "r2", "items": [{"timestamp": 2, "name": "a"}]}
+    assert rfp(one, volatile) == rfp(two, volatile)
+    assert rfp(one) != rfp(two)
+
+
+def test_exec_style_results_hash_only_status_exit_code_and_output() -> None:
+    one = {"status": "done", "exitCode": 0, "output": "ok", "durationMs": 10, "pid": 1}
+    two = {"status": "done", "exitCode": 0, "output": "ok", "durationMs": 99, "pid": 2, "cwd": "/x"}
+    assert rfp(one, exec_style=True) == rfp(two, exec_style=True)
+    assert rfp(one, exec_style=True) != rfp({**one, "output": "changed"}, exec_style=True)
+
+
+def test_an_error_fingerprint_is_prefixed_and_differs_from_a_result() -> None:
+    assert error_fingerprint("boom").startswith("error:")
+    assert error_fingerprint("boom") != rfp("boom")
+    assert error_fingerprint("boom") == error_fingerprint("boom")
