@@ -33,6 +33,8 @@ class Mark:
     verdict: Verdict
     tool: str
     intended: Verdict | None = None
+    signal: bool = True
+    """Log and count it; false when an earlier evaluation point already did (an adopted ask)."""
 
 
 def event_attributes(mark: Mark) -> dict[str, AttributeValue]:
@@ -96,7 +98,8 @@ class Annotator:
         span.set_attributes(span_attributes(mark, getattr(span, "attributes", None)))
         if mark.verdict.aborted:
             span.set_status(Status(StatusCode.ERROR, mark.verdict.message))
-        self.signal(mark, span.get_span_context())
+        if mark.signal:
+            self.signal(mark, span.get_span_context())
 
     def signal(self, mark: Mark, span_context: SpanContext) -> None:
         """The log record (inside the tool span's context) and the counter increment."""

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from . import fingerprint as fp
 from .history import Outcome, ProposedCall
+from .messages import strip_messages
 from .resolve import ResolvedConfig
 from .spans import unknown_tool_name
 
@@ -35,5 +36,7 @@ def digest_outcome(
         return OutcomeDigest(fp.error_fingerprint(error), unknown_tool_name(error), "error")
     if result is None:
         return OutcomeDigest(None, None, "empty")
+    if isinstance(result, str):
+        result = strip_messages(result)
     digest = fp.result_fingerprint(fp.normalise(result), cfg.volatile_keys, exec_style=call.is_poll)
     return OutcomeDigest(digest, None, "ok")

@@ -79,10 +79,25 @@ def _parse(value: object) -> object:
 
 
 def _unwrap(value: object) -> object:
-    """Reduce smolagents' and LangChain/Traceloop's envelopes to the call's own arguments."""
+    """Reduce known envelopes to the call's own arguments or result.
+
+    smolagents' ``{"args": [], "kwargs": {...}}`` and LangChain/Traceloop's
+    ``{"input_str", "inputs", "kwargs"}`` become the arguments; a serialised LangChain
+    ``ToolMessage`` becomes its content.
+    A single scalar argument ``{"path": "a.txt"}`` becomes ``"a.txt"``: instrumentations differ in
+    whether they record a one-argument call by name or by value.
+    """
     if not isinstance(value, dict):
         return value
     keys = value.keys()
+    if len(value) == 1:
+        (only,) = value.values()
+        if isinstance(only, str | int | float | bool):
+            return only
+    data = value.get("data")
+    if keys == {"type", "data"} and isinstance(data, dict) and "tool_call_id" in data:
+        content = data.get("content")
+        return _unwrap(_parse(content)) if data.get("status") != "error" else {"error": content}
     if (
         keys <= {"args", "kwargs"}
         and isinstance(value.get("kwargs"), dict)

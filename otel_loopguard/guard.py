@@ -309,7 +309,7 @@ class LoopGuard:
 
 
 def _mark(decision: Decision, tool: str) -> Mark:
-    return Mark(decision.verdict, tool, decision.intended)
+    return Mark(decision.verdict, tool, decision.intended, signal=decision.new)
 
 
 def _check_arguments(name: object, call_id: object, scope: object, agent: object) -> None:

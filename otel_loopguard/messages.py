@@ -2,11 +2,33 @@
 
 from __future__ import annotations
 
-__all__ = ["message"]
+import re
+
+__all__ = ["TAG", "WARNING_KEY", "message", "strip_messages"]
+
+TAG = "[loopguard]"
+"""Ends every message, so a result that carries one back (a warning shown to the model) can be
+recognised and fingerprinted without it: otherwise each new count would look like progress."""
+
+WARNING_KEY = "loopguard_warning"
+"""The key ``guard.tool`` adds a warning under in a mapping result; never part of a fingerprint."""
+
+_MESSAGE = re.compile(r"(?:WARNING|CRITICAL): [^\n]*?" + re.escape(TAG))
+
+
+def strip_messages(text: str) -> str:
+    """``text`` without the messages otel-loopguard wrote into it."""
+    if TAG not in text:
+        return text
+    return _MESSAGE.sub("", text).strip()
 
 
 def message(detector: str, level: str, tool: str, count: int, paired: str | None = None) -> str:
     """The message for a verdict of ``detector`` at ``level`` about ``tool``."""
+    return f"{_text(detector, level, tool, count, paired)} {TAG}"
+
+
+def _text(detector: str, level: str, tool: str, count: int, paired: str | None) -> str:
     if detector == "generic_repeat":
         if level == "critical":
             return (

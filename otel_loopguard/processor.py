@@ -51,7 +51,7 @@ class LoopGuardSpanProcessor(SpanProcessor):
                 else:
                     self._annotate_ancestor(span, marks)
                 for mark in marks:
-                    if span.context is not None:
+                    if mark.signal and span.context is not None:
                         self.guard._annotator.signal(mark, span.context)
         except Exception as exc:
             forward = span

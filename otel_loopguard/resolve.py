@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .config import DetectorToggles, LoopDetectionConfig, LoopGuardConfig
+from .messages import WARNING_KEY
 
 __all__ = ["GlobalSettings", "PollRule", "ResolvedConfig", "Settings", "resolve"]
 
@@ -39,6 +40,7 @@ DEFAULT_VOLATILE_KEYS = (
     "duration_ms",
     "durationMs",
     "pid",
+    "tool_call_id",
 )
 
 
@@ -218,7 +220,8 @@ def _normalise(block: LoopDetectionConfig, label: str) -> ResolvedConfig:
             defaults.volatile_keys
             if block.volatile_keys is None
             else frozenset(block.volatile_keys)
-        ),
+        )
+        | {WARNING_KEY},
         veto_continues_streak=_pick(block.veto_continues_streak, defaults.veto_continues_streak),
         breaker_aborts=_pick(block.breaker_aborts, defaults.breaker_aborts),
         warnings_to_model=_pick(block.warnings_to_model, defaults.warnings_to_model),

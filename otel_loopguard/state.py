@@ -130,7 +130,7 @@ class ScopeState:
 
     def _aborted(self) -> Decision:
         assert self.abort is not None
-        return Decision(self.abort, annotate=True, record=None, new=False)
+        return Decision(self.abort, annotate=True, record=None)
 
     def _find_ask(self, call: ProposedCall, call_id: str | None, *, pop: bool) -> _Ask | None:
         for ask in reversed(self.asks):

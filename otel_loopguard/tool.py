@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from opentelemetry import trace
 
+from .messages import WARNING_KEY
 from .verdict import Verdict, exception_for
 
 if TYPE_CHECKING:
@@ -23,8 +24,6 @@ if TYPE_CHECKING:
 __all__ = ["guarded_tool", "to_attribute"]
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-WARNING_KEY = "loopguard_warning"
 
 
 def to_attribute(value: object) -> str:

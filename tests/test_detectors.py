@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import pytest
 
+from otel_loopguard.messages import message
 from otel_loopguard.replay import Call, replay
 from otel_loopguard.verdict import Verdict
 
@@ -331,6 +332,19 @@ def test_volatile_keys_are_configurable() -> None:
     calls = [Call("fetch", {"u": 1}, {"data": 1, "nonce": i}) for i in range(21)]
     assert replay(calls, ON)[20].level == "warning"
     assert replay(calls, {"enabled": True, "volatileKeys": ["nonce"]})[20].level == "critical"
+
+
+def test_a_warning_carried_back_in_the_result_is_not_progress() -> None:
+    calls = [
+        Call(
+            "read_file",
+            {"path": "a"},
+            "same"
+            + (f"\n{message('generic_repeat', 'warning', 'read_file', i)}" if i >= 10 else ""),
+        )
+        for i in range(21)
+    ]
+    assert replay(calls, ON)[20].level == "critical"
 
 
 def test_errors_that_repeat_are_identical_outcomes() -> None:

@@ -169,12 +169,14 @@ def test_the_agent_is_found_on_an_ancestor_span() -> None:
         },
     }
     r = rig(config)
-    with r.tracer.start_as_current_span(
-        "invoke_agent", attributes={"gen_ai.agent.name": "safe-runner"}
+    with (
+        r.tracer.start_as_current_span(
+            "invoke_agent", attributes={"gen_ai.agent.name": "safe-runner"}
+        ),
+        r.tracer.start_as_current_span("step"),
     ):
-        with r.tracer.start_as_current_span("step"):
-            for _ in range(9):
-                tool_span(r.tracer, "read_file", {"path": "a"}, "same")
+        for _ in range(9):
+            tool_span(r.tracer, "read_file", {"path": "a"}, "same")
     with r.tracer.start_as_current_span("invoke_agent", attributes={"gen_ai.agent.name": "other"}):
         for _ in range(9):
             tool_span(r.tracer, "read_file", {"path": "a"}, "same")
