@@ -157,16 +157,19 @@ class ScopeState:
         if verdict.blocked:
             record.outcome = "veto"
             if cfg.veto_continues_streak:
-                self._continue_streak(record)
+                self._continue_streak(record, same_args=verdict.detector != "unknown_tool_repeat")
         self.history.append(record)
         if verdict.aborted:
             self.abort = verdict
         return Decision(verdict, self._should_annotate(finding, cfg), record, intended)
 
-    def _continue_streak(self, veto: CallRecord) -> None:
-        """A veto counts as one more outcome identical to the newest one it vetoed (§7)."""
+    def _continue_streak(self, veto: CallRecord, *, same_args: bool) -> None:
+        """A veto counts as one more outcome identical to the newest one it vetoed (§7).
+
+        An unknown-tool streak is one of the tool whatever its arguments, so it continues too.
+        """
         for record in reversed(self.history):
-            same = record.args_fp == veto.args_fp and record.tool == veto.tool
+            same = record.tool == veto.tool and (not same_args or record.args_fp == veto.args_fp)
             if same and (record.result_fp is not None or record.unknown_tool is not None):
                 veto.result_fp = record.result_fp
                 veto.unknown_tool = record.unknown_tool

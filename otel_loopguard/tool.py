@@ -54,12 +54,19 @@ def guarded_tool(guard: LoopGuard, fn: F, *, name: str | None, raise_on_block: b
     signature = inspect.signature(fn)
 
     def arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The call's arguments by name, ``**kwargs`` flattened: what the model asked for."""
         try:
             bound = signature.bind(*args, **kwargs)
         except TypeError:
             return {"args": list(args), **kwargs}
         bound.apply_defaults()
-        return dict(bound.arguments)
+        named: dict[str, Any] = {}
+        for key, value in bound.arguments.items():
+            if signature.parameters[key].kind is inspect.Parameter.VAR_KEYWORD:
+                named.update(value)
+            else:
+                named[key] = value
+        return named
 
     def start(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         return guard._tracer().start_as_current_span(

@@ -238,6 +238,12 @@ def test_unknown_tool_repeat_blocks_the_11th_try_whatever_the_arguments(message:
     assert "web_search" in verdicts[10].message
 
 
+def test_blocked_retries_of_an_unknown_tool_stay_blocked_whatever_the_arguments() -> None:
+    verdicts = replay(unknown(16, vary_args=True), ON)
+    assert [v.action for v in verdicts[10:]] == ["block"] * 6
+    assert [v.count for v in verdicts[10:]] == list(range(10, 16))
+
+
 def test_unknown_tool_threshold_is_its_own_setting() -> None:
     verdicts = replay(unknown(4, vary_args=True), {"enabled": True, "unknownToolThreshold": 3})
     assert verdicts[3].detector == "unknown_tool_repeat"

@@ -1,0 +1,215 @@
+"""The ``otel-loopguard`` command: ``demo`` shows loops being caught; ``validate`` checks a config."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import sys
+from collections.abc import Sequence
+from urllib.parse import urlsplit
+
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from .demo import SCENARIOS, run_scenario
+from .guard import LoopGuard
+from .loading import ConfigError, load_config
+from .processor import LoopGuardSpanProcessor
+from .report import render
+from .resolve import resolve
+
+__all__ = ["main"]
+
+DEMO_CONFIG = {"enabled": True}
+PROTOCOLS = ("http/protobuf", "grpc")
+
+
+class UsageError(Exception):
+    """A bad option or an unreachable endpoint: printed as one clear line, exit status 2."""
+
+
+class _Tee(SpanExporter):
+    """Export to several exporters; remember whether the network one ever failed."""
+
+    def __init__(self, *exporters: SpanExporter) -> None:
+        self._exporters = exporters
+        self.failures = 0
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        result = SpanExportResult.SUCCESS
+        for exporter in self._exporters:
+            if exporter.export(spans) is not SpanExportResult.SUCCESS:
+                self.failures += 1
+                result = SpanExportResult.FAILURE
+        return result
+
+    def shutdown(self) -> None:
+        for exporter in self._exporters:
+            exporter.shutdown()
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="otel-loopguard",
+        description="Stop LLM agents looping on tool calls, using their OpenTelemetry spans.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    demo = commands.add_parser(
+        "demo",
+        help="run a scripted agent through real loop scenarios and show what was caught",
+        description=(
+            "Run a scripted agent (no network, no model, no API key) through loop scenarios "
+            "with the span processor registered, and print each tool call, the warnings, the "
+            "blocks and the aborts. Spans stay in memory unless an OTLP endpoint is given."
+        ),
+    )
+    demo.add_argument(
+        "--scenario",
+        action="append",
+        choices=sorted(SCENARIOS),
+        help="run only this scenario (repeatable; default: all of them)",
+    )
+    demo.add_argument(
+        "--otlp-endpoint",
+        metavar="URL",
+        help=(
+            "also export the spans with the OTLP exporter to URL, e.g. http://127.0.0.1:4318 "
+            "(Jaeger or a Collector). Without it, the standard OTEL_EXPORTER_OTLP_ENDPOINT / "
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT variables are used when set"
+        ),
+    )
+    demo.add_argument(
+        "--otlp-protocol",
+        choices=PROTOCOLS,
+        help="OTLP transport (default: OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf)",
+    )
+    demo.add_argument(
+        "--config",
+        metavar="PATH",
+        help="a loop-detection config file (JSON, JSON5, YAML, TOML); default: enabled=true",
+    )
+    demo.add_argument("--no-color", action="store_true", help="plain text, no ANSI colours")
+    validate = commands.add_parser(
+        "validate",
+        help="check a configuration file and print the resolved settings",
+        description="Load a configuration file exactly as LoopGuard would and show the result.",
+    )
+    validate.add_argument("path", metavar="PATH", help="the configuration file")
+    return parser
+
+
+def _otlp_exporter(endpoint: str | None, protocol: str | None) -> SpanExporter | None:
+    env_endpoint = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get(
+        "OTEL_EXPORTER_OTLP_ENDPOINT"
+    )
+    target = endpoint or env_endpoint
+    if not target:
+        return None
+    protocol = protocol or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL") or "http/protobuf"
+    if protocol not in PROTOCOLS:
+        raise UsageError(f"OTLP protocol {protocol!r} is not supported; use one of {PROTOCOLS}")
+    parts = urlsplit(target)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError(f"OTLP endpoint {target!r} is not a URL like http://127.0.0.1:4318")
+    default_port = 4317 if protocol == "grpc" else 4318
+    try:
+        port = parts.port or default_port
+    except ValueError:
+        raise UsageError(f"OTLP endpoint {target!r} has an invalid port") from None
+    try:
+        socket.create_connection((parts.hostname, port), timeout=3).close()
+    except OSError as exc:
+        raise UsageError(
+            f"cannot reach the OTLP endpoint {target} ({exc.strerror or exc}); is Jaeger or a "
+            "Collector listening there?"
+        ) from None
+    if protocol == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
+            OTLPSpanExporter as GrpcExporter,
+        )
+
+        return GrpcExporter(endpoint=target, insecure=parts.scheme == "http")
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    # A bare host:port is the OTLP base URL; the traces path is then added, as the SDK does.
+    url = target.rstrip("/") + "/v1/traces" if parts.path in ("", "/") else target
+    return OTLPSpanExporter(endpoint=url)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    config = load_config(args.config) if args.config else load_config(DEMO_CONFIG)
+    network = _otlp_exporter(args.otlp_endpoint, args.otlp_protocol)
+    memory = InMemorySpanExporter()
+    tee = _Tee(memory, network) if network is not None else _Tee(memory)
+    resource = Resource.create({"service.name": "otel-loopguard-demo"})
+    provider = TracerProvider(resource=resource)
+    reader = InMemoryMetricReader()
+    meters = MeterProvider(metric_readers=[reader], resource=resource)
+    guard = LoopGuard(config, meter_provider=meters, tracer_provider=provider)
+    provider.add_span_processor(LoopGuardSpanProcessor(guard, downstream=BatchSpanProcessor(tee)))
+    tracer = provider.get_tracer("otel_loopguard.demo")
+    names = args.scenario or list(SCENARIOS)
+    runs = [run_scenario(guard, tracer, SCENARIOS[name]) for name in names]
+    provider.force_flush()
+    spans = memory.get_finished_spans()
+    events = sum(1 for s in spans for e in s.events if e.name == "loopguard.loop_detected")
+    color = not args.no_color and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    print(render(runs, len(spans), events, _detections(reader), color=color))
+    provider.shutdown()
+    meters.shutdown()
+    if network is not None:
+        if tee.failures:
+            print(f"\nwarning: {tee.failures} OTLP export(s) failed; see the log above.")
+            return 1
+        print(
+            "\nExported to OTLP. In Jaeger, search service 'otel-loopguard-demo' with the tag "
+            "loopguard.detector=compaction_loop_persisted (or any detector name)."
+        )
+    return 0
+
+
+def _detections(reader: InMemoryMetricReader) -> dict[str, int]:
+    totals: dict[str, int] = {}
+    data = reader.get_metrics_data()
+    for resource in data.resource_metrics if data else []:
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                if metric.name != "loopguard.detections":
+                    continue
+                for point in metric.data.data_points:
+                    a = point.attributes or {}
+                    key = f"detector={a.get('loopguard.detector')}, action={a.get('loopguard.action')}"
+                    totals[key] = totals.get(key, 0) + int(getattr(point, "value", 0))
+    return totals
+
+
+def _validate(args: argparse.Namespace) -> int:
+    settings = resolve(load_config(args.path))
+    print(f"{args.path}: valid")
+    print(f"  default: {settings.default}")
+    for agent, resolved in settings.agents.items():
+        print(f"  agent {agent!r}: {resolved}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``otel-loopguard`` console script."""
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "demo":
+            return _demo(args)
+        return _validate(args)
+    except (UsageError, ConfigError) as exc:
+        print(f"otel-loopguard: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,114 @@
+"""The main job: ``otel-loopguard demo`` (and ``validate``), run as a user would run them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from .otlp_receiver import OtlpReceiver
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    command = shutil.which("otel-loopguard")
+    base = [command] if command else [sys.executable, "-m", "otel_loopguard.cli"]
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_EXPORTER_OTLP")}
+    return subprocess.run(
+        [*base, *args], capture_output=True, text=True, timeout=120, env={**clean, **(env or {})}
+    )
+
+
+def test_demo_shows_every_scenario_caught() -> None:
+    result = run("demo", "--no-color")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    for scenario in ("repeated-read", "ping-pong", "stuck-poll", "unknown-tool", "compaction"):
+        assert f"== {scenario}:" in out
+    assert "WARNING [generic_repeat, count 10..19]" in out
+    assert "BLOCKED [generic_repeat, count 20..29]" in out
+    assert "ABORTED [global_circuit_breaker, count 30]" in out
+    assert "BLOCKED [ping_pong, count 20]" in out
+    assert "BLOCKED [known_poll_no_progress, count 20]" in out
+    assert "BLOCKED [unknown_tool_repeat, count 10]" in out
+    assert "ABORTED [compaction_loop_persisted, count 3]" in out
+    assert "run stopped: CompactionLoopPersisted" in out
+    assert "loopguard.detections{detector=compaction_loop_persisted, action=abort}" in out
+    assert "Traceback" not in result.stderr
+
+
+def test_demo_runs_one_scenario() -> None:
+    result = run("demo", "--scenario", "ping-pong", "--no-color")
+    assert result.returncode == 0
+    assert "== ping-pong:" in result.stdout
+    assert "== repeated-read:" not in result.stdout
+
+
+def test_demo_exports_with_the_real_otlp_exporter() -> None:
+    with OtlpReceiver() as receiver:
+        base = receiver.endpoint.removesuffix("/v1/traces")
+        result = run("demo", "--scenario", "compaction", "--otlp-endpoint", base)
+    assert result.returncode == 0, result.stderr
+    names = {s.name for s in receiver.spans}
+    assert "invoke_agent compaction" in names
+    events = [e for s in receiver.spans for e in s.events if e.name == "loopguard.loop_detected"]
+    assert events
+    assert "Exported to OTLP" in result.stdout
+
+
+def test_demo_honours_the_standard_otlp_variables() -> None:
+    with OtlpReceiver() as receiver:
+        result = run(
+            "demo",
+            "--scenario",
+            "stuck-poll",
+            env={"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": receiver.endpoint},
+        )
+    assert result.returncode == 0, result.stderr
+    assert any(s.name == "execute_tool command_status" for s in receiver.spans)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_an_unreachable_endpoint_is_a_clear_message_not_a_traceback() -> None:
+    result = run("demo", "--otlp-endpoint", f"http://127.0.0.1:{free_port()}")
+    assert result.returncode == 2
+    assert "cannot reach the OTLP endpoint" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_bad_option_is_a_clear_message() -> None:
+    result = run("demo", "--scenario", "no-such-loop")
+    assert result.returncode == 2
+    assert "invalid choice: 'no-such-loop'" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_malformed_endpoint_is_refused() -> None:
+    result = run("demo", "--otlp-endpoint", "not a url")
+    assert result.returncode == 2
+    assert "is not a URL" in result.stderr
+
+
+def test_help_explains_every_option() -> None:
+    result = run("demo", "--help")
+    assert result.returncode == 0
+    for option in ("--scenario", "--otlp-endpoint", "--otlp-protocol", "--config", "--no-color"):
+        assert option in result.stdout
+
+
+def test_validate_reports_a_bad_config_file(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("tools:\n  loopDetection:\n    histroySize: 30\n")
+    result = run("validate", str(path))
+    assert result.returncode == 2
+    assert "tools.loopDetection.histroySize: unknown key" in result.stderr
+    good = tmp_path / "good.json"
+    good.write_text('{"enabled": true}')
+    assert run("validate", str(good)).returncode == 0
