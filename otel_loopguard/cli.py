@@ -1,4 +1,4 @@
-"""The ``otel-loopguard`` command: ``demo`` shows loops being caught; ``validate`` checks a config."""
+"""The ``otel-loopguard`` command: ``demo`` shows loops caught; ``validate`` checks a config."""
 
 from __future__ import annotations
 
@@ -183,7 +183,8 @@ def _detections(reader: InMemoryMetricReader) -> dict[str, int]:
                     continue
                 for point in metric.data.data_points:
                     a = point.attributes or {}
-                    key = f"detector={a.get('loopguard.detector')}, action={a.get('loopguard.action')}"
+                    detector, action = a.get("loopguard.detector"), a.get("loopguard.action")
+                    key = f"detector={detector}, action={action}"
                     totals[key] = totals.get(key, 0) + int(getattr(point, "value", 0))
     return totals
 
