@@ -20,7 +20,7 @@ class CompactionGuard:
     """One scope's post-compaction guard."""
 
     armed: bool = False
-    observed: list[tuple[str, str, str | None]] = field(default_factory=list)
+    observed: list[tuple[str, int, int | None]] = field(default_factory=list)
 
     def arm(self) -> None:
         """A compaction retry happened: watch the next calls afresh."""
@@ -28,7 +28,7 @@ class CompactionGuard:
         self.observed.clear()
 
     def observe(
-        self, tool: str, args_fp: str, result_fp: str | None, window_size: int
+        self, tool: str, args_fp: int, result_fp: int | None, window_size: int
     ) -> Verdict | None:
         """Observe one completed call; the abort verdict when the window is one repeated triple."""
         if not self.armed:

@@ -114,7 +114,7 @@ class StoreConfig(_Block):
     idle_ttl_seconds: Annotated[StrictInt | StrictFloat, Field(gt=0)] | None = None
 
 
-_GLOBAL_ONLY = ("scope", "tool_spans", "compaction", "store")
+_GLOBAL_ONLY = ("scope", "tool_spans", "compaction", "store", "pass_through_scopes")
 
 
 class LoopDetectionConfig(_Block):
@@ -147,6 +147,8 @@ class LoopDetectionConfig(_Block):
     tool_spans: list[ToolSpanRule] | None = None
     compaction: CompactionRecognition | None = None
     store: StoreConfig | None = None
+    pass_through_scopes: list[Name] | None = None
+    """Instrumentation scope names whose spans are never tool calls (HTTP, database, ...)."""
 
     @field_validator("scope")
     @classmethod

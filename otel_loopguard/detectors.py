@@ -6,7 +6,7 @@ cost of a call does not grow with the length of the trace.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import islice
 
@@ -21,6 +21,7 @@ __all__ = [
     "no_progress_streak",
     "ping_pong_tail",
     "recent_count",
+    "streak_and_count",
     "unknown_tool_tail",
 ]
 
@@ -30,7 +31,7 @@ class Finding:
     """A detector's verdict plus the signature that §4.5 de-duplicates warnings by."""
 
     verdict: Verdict
-    signature: str
+    signature: tuple[object, ...]
 
 
 def window(history: Sequence[CallRecord], size: int) -> list[CallRecord]:
@@ -39,28 +40,40 @@ def window(history: Sequence[CallRecord], size: int) -> list[CallRecord]:
     return list(islice(history, start, None))
 
 
-def no_progress_streak(records: Sequence[CallRecord], tool: str, args_fp: str) -> int:
-    """Consecutive same-call records whose result matches the newest one's (§4.3).
+def streak_and_count(records: Sequence[CallRecord], args_fp: int) -> tuple[int, int]:
+    """(noProgressStreak, recentCount) of the call ``args_fp``, in one walk back (§4.3).
 
-    Records of other calls are skipped and do not break the walk; records without a result
-    fingerprint are ignored.
+    The streak counts the newest same-call records whose result matches the newest one's;
+    records of other calls are skipped and do not break it, records without a result are
+    ignored. The recent count is every same-call record in the window.
     """
-    newest: str | None = None
+    newest: int | None = None
     streak = 0
+    count = 0
+    counting = True
     for record in reversed(records):
-        if record.args_fp != args_fp or record.tool != tool or record.result_fp is None:
+        if record.args_fp != args_fp:
+            continue
+        count += 1
+        if not counting or record.result_fp is None:
             continue
         if newest is None:
             newest = record.result_fp
         elif record.result_fp != newest:
-            break
+            counting = False
+            continue
         streak += 1
-    return streak
+    return streak, count
 
 
-def recent_count(records: Sequence[CallRecord], tool: str, args_fp: str) -> int:
-    """Records in the window with the same tool and arguments, consecutive or not."""
-    return sum(1 for r in records if r.args_fp == args_fp and r.tool == tool)
+def no_progress_streak(records: Sequence[CallRecord], args_fp: int) -> int:
+    """noProgressStreak alone (§4.3)."""
+    return streak_and_count(records, args_fp)[0]
+
+
+def recent_count(records: Sequence[CallRecord], args_fp: int) -> int:
+    """recentCount alone: records in the window with the same call, consecutive or not."""
+    return streak_and_count(records, args_fp)[1]
 
 
 def unknown_tool_tail(records: Sequence[CallRecord], tool: str) -> tuple[int, str | None]:
@@ -81,7 +94,7 @@ def unknown_tool_tail(records: Sequence[CallRecord], tool: str) -> tuple[int, st
 
 
 def ping_pong_tail(
-    records: Sequence[CallRecord], args_fp: str
+    records: Sequence[CallRecord], args_fp: int
 ) -> tuple[int, CallRecord | None, bool]:
     """The alternating tail the proposed call would extend: (tail length, last, no progress).
 
@@ -95,7 +108,7 @@ def ping_pong_tail(
     if other is None or other.args_fp != args_fp:
         return 0, None, False
     sides = (last.args_fp, other.args_fp)
-    results: dict[str, set[str | None]] = {last.args_fp: set(), other.args_fp: set()}
+    results: dict[int, set[int | None]] = {last.args_fp: set(), other.args_fp: set()}
     tail = 0
     for record in reversed(records):
         if record.args_fp != sides[tail % 2]:
@@ -127,55 +140,85 @@ def _verdict(
     )
 
 
+def _may_fire(
+    history: Sequence[CallRecord],
+    call: ProposedCall,
+    cfg: ResolvedConfig,
+    counts: Mapping[int, int] | None,
+) -> bool:
+    """Cheap necessary conditions: most calls in a healthy run are rejected here, unwalked."""
+    fp = call.args_fp
+    # generic_repeat, known_poll_no_progress and the breaker all need the call `warning` times
+    # (warning < critical < breaker after normalisation, and a streak never exceeds the count).
+    if counts is None or counts.get(fp, 0) >= cfg.warning_threshold:
+        return True
+    # A ping-pong's tail alternates, so the record before the newest is the proposed call.
+    if (
+        cfg.ping_pong
+        and len(history) >= 2
+        and history[-2].args_fp == fp
+        and history[-1].args_fp != fp
+    ):
+        return True
+    # An unknown-tool tail ends with this tool's newest completed call.
+    for record in reversed(history):
+        if record.outcome != "pending":
+            return record.tool == call.tool and record.unknown_tool is not None
+    return False
+
+
 def evaluate(
-    history: Sequence[CallRecord], call: ProposedCall, cfg: ResolvedConfig
+    history: Sequence[CallRecord],
+    call: ProposedCall,
+    cfg: ResolvedConfig,
+    counts: Mapping[int, int] | None = None,
 ) -> Finding | None:
-    """The first detector that fires on ``call`` against ``history``, in §4.3's order."""
-    if not cfg.rolling_enabled:
+    """The first detector that fires on ``call`` against ``history``, in §4.3's order.
+
+    ``counts``, if given, counts each call's records in ``history``: a shortcut, not a source.
+    """
+    if not cfg.rolling_enabled or not history or not _may_fire(history, call, cfg, counts):
         return None
     records = window(history, cfg.history_size)
-    if not records:
-        return None
     tool, fp = call.tool, call.args_fp
 
     unknown, name = unknown_tool_tail(records, tool)
     if unknown >= cfg.unknown_tool_threshold and name is not None:
         verdict = _verdict("unknown_tool_repeat", "critical", "block", name, unknown)
         # The message names the missing tool; the verdict is about the calling tool.
-        return Finding(replace(verdict, tool_name=tool), f"unknown:{tool}:{name}")
+        return Finding(replace(verdict, tool_name=tool), ("unknown", tool, name))
 
-    streak = no_progress_streak(records, tool, fp)
+    streak, recent = streak_and_count(records, fp)
     if streak >= cfg.global_circuit_breaker_threshold:
         action: Action = "abort" if cfg.breaker_aborts else "block"
         return Finding(
-            _verdict("global_circuit_breaker", "critical", action, tool, streak), f"breaker:{fp}"
+            _verdict("global_circuit_breaker", "critical", action, tool, streak), ("breaker", fp)
         )
 
     if call.is_poll and cfg.known_poll_no_progress:
         if streak >= cfg.critical_threshold:
             verdict = _verdict("known_poll_no_progress", "critical", "block", tool, streak)
-            return Finding(verdict, f"poll:{fp}")
+            return Finding(verdict, ("poll", fp))
         if streak >= cfg.warning_threshold:
             verdict = _verdict("known_poll_no_progress", "warning", "warn", tool, streak)
-            return Finding(verdict, f"poll:{fp}")
+            return Finding(verdict, ("poll", fp))
 
     if cfg.ping_pong:
         tail, last, stable = ping_pong_tail(records, fp)
         count = min(tail + 1, cfg.history_size)
         if last is not None and count >= cfg.warning_threshold:
-            pair = ":".join(sorted((fp, last.args_fp)))
+            pair = (min(fp, last.args_fp), max(fp, last.args_fp))
             if count >= cfg.critical_threshold and stable:
                 verdict = _verdict("ping_pong", "critical", "block", tool, count, last.tool)
             else:
                 verdict = _verdict("ping_pong", "warning", "warn", tool, count, last.tool)
-            return Finding(verdict, f"pingpong:{pair}")
+            return Finding(verdict, ("ping_pong", *pair))
 
     if not call.is_poll and cfg.generic_repeat:
         if streak >= cfg.critical_threshold:
             verdict = _verdict("generic_repeat", "critical", "block", tool, streak)
-            return Finding(verdict, f"generic:{fp}")
-        recent = recent_count(records, tool, fp)
+            return Finding(verdict, ("generic", fp))
         if recent >= cfg.warning_threshold:
             verdict = _verdict("generic_repeat", "warning", "warn", tool, recent)
-            return Finding(verdict, f"generic:{fp}")
+            return Finding(verdict, ("generic", fp))
     return None

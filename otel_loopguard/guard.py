@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from typing import Any, TypeVar, overload
 
 from opentelemetry import metrics, trace
-from opentelemetry.sdk.trace import ReadableSpan, Span
-from opentelemetry.trace import StatusCode
 
 from . import spans
-from .annotate import Annotator, Mark
-from .calls import digest_call, digest_outcome
+from .annotate import Annotator
 from .config import LoopGuardConfig
-from .live import LiveSpan, LiveSpans, trace_scope
+from .lifecycle import Lifecycle, mark_of
+from .live import trace_scope
 from .loading import ConfigSource, load_config
 from .resolve import ResolvedConfig, Settings, resolve
 from .safety import InternalErrors
@@ -55,7 +52,8 @@ class LoopGuard:
         )
         self._store.configure(self.settings.max_history_size)
         self._annotator = Annotator(meter_provider)
-        self._live = LiveSpans()
+        self._lifecycle = Lifecycle(self.settings, self._store, self._annotator)
+        self._live = self._lifecycle.live
         self._errors = InternalErrors()
         self._tracer_provider = tracer_provider
         if hasattr(os, "register_at_fork"):
@@ -76,21 +74,30 @@ class LoopGuard:
         """The verdict on a tool call: ``check(name, args)`` before running it, or ``check()``
         inside the live tool span (its attributes as they are now). Never counts a call twice.
         """
-        _check_arguments(name, call_id, scope, agent)
+        if name is not None or call_id is not None or scope is not None or agent is not None:
+            _check_arguments(name, call_id, scope, agent)
         current = trace.get_current_span()
         context = current.get_span_context()
         live = self._live.get(context.span_id) if context.is_valid else None
-        scope_key = (
-            scope
-            or (
-                live.scope_key
-                if live
-                else trace_scope(context.trace_id)
-                if context.is_valid
-                else None
-            )
-            or DEFAULT_SCOPE
-        )
+        if scope:
+            scope_key = scope
+        elif live is not None:
+            scope_key = live.scope_key
+        else:
+            scope_key = trace_scope(context.trace_id) if context.is_valid else DEFAULT_SCOPE
+        own = self._live.own(context.span_id) if live is not None else None
+        if (
+            own is not None
+            and own.verdict is not None
+            and own.evaluated is not None
+            and name in (None, own.evaluated.tool)
+        ):
+            # This span's call was evaluated already, at its start or by an earlier check:
+            # adopt that verdict, unless the scope has aborted since (the shared flag). Both
+            # are single reference reads, atomic under the GIL: no lock needed.
+            state = self._store.peek(scope_key)
+            aborted = state.abort if state is not None else None
+            return aborted if aborted is not None else own.verdict
         agent = agent or (live.agent if live else None)
         span_view = self._view_of(current)
         if name is None:
@@ -106,7 +113,7 @@ class LoopGuard:
         cfg = self.settings.for_agent(agent)
         if not cfg.active:
             return OK
-        call = digest_call(name, args, cfg)
+        call = self._lifecycle.digest.call(name, args, cfg)
         in_span = span_view is not None and span_view.tool == name
         with self._store.lock:
             state = self._store.get(scope_key)
@@ -114,11 +121,13 @@ class LoopGuard:
                 decision = state.for_span(context.span_id, call, cfg, call_id, agent)
             else:
                 decision = state.ask(call, cfg, call_id, agent)
+        if in_span and own is not None:
+            own.evaluated, own.verdict = call, decision.verdict
         if decision.annotate and in_span and current.is_recording():
             self._annotate_live(current, decision, name)
         elif decision.annotate and decision.new:
             # No span yet: log and count now; the event goes on the span that adopts the call.
-            self._annotator.signal(_mark(decision, name), context)
+            self._annotator.signal(mark_of(decision, name), context)
         return decision.verdict
 
     def raise_if_blocked(
@@ -174,110 +183,16 @@ class LoopGuard:
             return guarded_tool(self, fn, name=None, raise_on_block=False)
         return lambda f: guarded_tool(self, f, name=name, raise_on_block=raise_on_block)
 
-    # -- the span lifecycle (called by LoopGuardSpanProcessor) --------------------------------
-
-    def _span_started(self, span: Span) -> None:
-        context = span.get_span_context()
-        parent = span.parent
-        local_root = parent is None or parent.is_remote
-        parent_live = None if local_root or parent is None else self._live.get(parent.span_id)
-        attributes = span.attributes or {}
-        agent = spans.agent_of(attributes) or (parent_live.agent if parent_live else None)
-        scope = spans.scope_value(attributes, self.settings.globals.scope) or (
-            parent_live.scope if parent_live else None
-        )
-        live = LiveSpan(
-            span,
-            None if parent is None else parent.span_id,
-            context.trace_id,
-            agent,
-            scope,
-            local_root,
-        )
-        self._live.add(context.span_id, live)
-        if local_root and scope is None:
-            key = live.scope_key
-            with self._store.lock:
-                self._store.root_started(key)
-        if not spans.is_tool_span(attributes, span.name, self.settings.globals):
-            return
-        view = spans.read_call(attributes, span.name)
-        if view is None or not view.has_arguments:
-            return  # evaluated at span end, when the instrumentation has set the arguments
-        cfg = self.settings.for_agent(agent)
-        if not cfg.active:
-            return
-        call = digest_call(view.tool, view.arguments, cfg)
-        with self._store.lock:
-            state = self._store.get(live.scope_key)
-            decision = state.for_span(context.span_id, call, cfg, view.call_id, agent)
-        if decision.annotate:
-            self._annotate_live(span, decision, view.tool)
-
-    def _span_ended(self, span: ReadableSpan) -> list[Mark]:
-        """Record the outcome of an ended span; the detections that arrived too late for it."""
-        context = span.context
-        if context is None:
-            return []
-        live = self._live.pop(context.span_id)
-        attributes = span.attributes or {}
-        name = span.name
-        scope_key = live.scope_key if live else trace_scope(context.trace_id)
-        marks: list[Mark] = []
-        if spans.is_compaction(attributes, name, self.settings.globals):
-            with self._store.lock:
-                self._store.get(scope_key).arm_compaction()
-        if spans.is_tool_span(attributes, name, self.settings.globals):
-            view = spans.read_call(attributes, name)
-            if view is not None:
-                agent = spans.agent_of(attributes) or (live.agent if live else None)
-                marks = self._record_outcome(span, view, scope_key, agent, context.span_id)
-        if live is not None and live.local_root and live.scope is None:
-            with self._store.lock:
-                self._store.root_ended(scope_key)
-        return marks
-
     # -- internals ---------------------------------------------------------------------------
 
-    def _record_outcome(
-        self,
-        span: ReadableSpan,
-        view: spans.ToolCallView,
-        scope_key: str,
-        agent: str | None,
-        span_id: int,
-    ) -> list[Mark]:
-        cfg = self.settings.for_agent(agent)
-        if not cfg.active:
-            return []
-        status = span.status
-        error = spans.error_of(
-            span.attributes or {},
-            status.status_code is StatusCode.ERROR,
-            status.description,
-            span.events,
-        )
-        call = digest_call(view.tool, view.arguments, cfg)
-        result = digest_outcome(call, spans.result_of(span.attributes or {}), error, cfg)
-        late: Decision | None = None
-        with self._store.lock:
-            state = self._store.get(scope_key)
-            if state.bound(span_id) is None:
-                late = state.for_span(span_id, call, cfg, view.call_id, agent)
-            fired = state.end_span(span_id, result, cfg)
-        marks = []
-        if late is not None and late.annotate:
-            marks.append(_mark(late, view.tool))
-        if fired is not None:
-            intended = fired if cfg.observe_only else None
-            shown = replace(fired, action="warn") if intended else fired
-            marks.append(Mark(shown, view.tool, intended))
-        return marks
-
     def _view_of(self, span: trace.Span) -> spans.ToolCallView | None:
-        attributes = getattr(span, "attributes", None)
+        """The call a live SDK span describes right now, if it is a tool span."""
+        raw = getattr(span, "attributes", None)
         name = getattr(span, "name", "")
-        if not isinstance(attributes, Mapping) or not isinstance(name, str):
+        if not isinstance(raw, Mapping) or not isinstance(name, str):
+            return None
+        attributes = self._lifecycle.read(raw)
+        if attributes is None:
             return None
         if not spans.is_tool_span(attributes, name, self.settings.globals):
             return None
@@ -301,15 +216,11 @@ class LoopGuard:
         return self.settings.for_agent(live.agent if live else None)
 
     def _annotate_live(self, span: trace.Span, decision: Decision, tool: str) -> None:
-        self._annotator.on_live_span(span, _mark(decision, tool))
+        self._annotator.on_live_span(span, mark_of(decision, tool))
 
     def _tracer(self) -> trace.Tracer:
         provider = self._tracer_provider or trace.get_tracer_provider()
         return provider.get_tracer("otel_loopguard")
-
-
-def _mark(decision: Decision, tool: str) -> Mark:
-    return Mark(decision.verdict, tool, decision.intended, signal=decision.new)
 
 
 def _check_arguments(name: object, call_id: object, scope: object, agent: object) -> None:

@@ -13,21 +13,27 @@ Outcome = Literal["pending", "ok", "error", "veto", "empty"]
 
 @dataclass(slots=True)
 class CallRecord:
-    """One tool call in a scope's window. The outcome fields are filled in at span end."""
+    """One tool call in a scope's window. The outcome fields are filled in at span end.
+
+    ``args_fp`` identifies the call (tool and canonical arguments); ``result_fp`` its outcome
+    (a result or an error digest). Both are 64-bit keys: a window holds 30 of them per scope,
+    so they are small, and collisions are out of reach.
+    """
 
     tool: str
-    args_fp: str
+    args_fp: int
+    is_poll: bool = False
     call_id: str | None = None
     agent: str | None = None
-    result_fp: str | None = None
+    result_fp: int | None = None
     unknown_tool: str | None = None
     outcome: Outcome = "pending"
 
 
 @dataclass(frozen=True, slots=True)
 class ProposedCall:
-    """A call about to be evaluated: its tool, argument fingerprint and whether it is a poll."""
+    """A call about to be evaluated: its tool, argument key and whether it is a poll."""
 
     tool: str
-    args_fp: str
+    args_fp: int
     is_poll: bool = False

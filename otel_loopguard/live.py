@@ -1,6 +1,8 @@
 """The spans a processor has seen start and not yet end: their scope, agent and ancestry.
 
-Plain dictionary operations only (atomic under the GIL), so the non-tool hot path takes no lock.
+Plain dictionary operations only (atomic under the GIL), so the non-tool hot path takes no lock
+and allocates nothing: a span with no GenAI attributes is entered under its parent's entry, which
+already carries the agent and scope it inherits.
 """
 
 from __future__ import annotations
@@ -8,6 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from opentelemetry.trace import Span
+
+from .history import ProposedCall
+from .verdict import Verdict
 
 __all__ = ["LiveSpan", "LiveSpans", "trace_scope"]
 
@@ -21,60 +26,71 @@ def trace_scope(trace_id: int) -> str:
 
 @dataclass(slots=True)
 class LiveSpan:
-    """What the processor knows about a span between its start and its end."""
+    """A live span with GenAI attributes, or a local root: what its descendants inherit."""
 
     span: Span
+    span_id: int
     parent_id: int | None
     trace_id: int
     agent: str | None
     scope: str | None
     """An explicit scope key (conversation, attribute); ``None`` means the trace."""
     local_root: bool
-
-    @property
-    def scope_key(self) -> str:
-        return self.scope if self.scope is not None else trace_scope(self.trace_id)
+    evaluated: ProposedCall | None = None
+    """The span's call, once evaluated: its end then needs no second fingerprint."""
+    verdict: Verdict | None = None
+    """The verdict of that evaluation, for later checks inside the span."""
+    scope_key: str = ""
+    """The state store's key: ``scope``, else the trace's (formatted once, by the caller)."""
 
 
 class LiveSpans:
-    """Live spans by span id, bounded: spans that never end cannot grow it without limit."""
+    """Live spans by span id, bounded: spans that never end cannot grow it without limit.
+
+    A span id maps to the span's own entry, or to the nearest tracked ancestor's entry.
+    """
 
     def __init__(self, limit: int = MAX_LIVE_SPANS) -> None:
-        self._spans: dict[int, LiveSpan] = {}
-        self._limit = limit
+        self.entries: dict[int, LiveSpan] = {}
+        self.limit = limit
         self.dropped = 0
 
     def add(self, span_id: int, live: LiveSpan) -> None:
-        spans = self._spans
-        if len(spans) >= self._limit:
+        spans = self.entries
+        if len(spans) >= self.limit:
             try:
                 spans.pop(next(iter(spans)))
                 self.dropped += 1
             except (StopIteration, KeyError, RuntimeError):
-                pass
+                pass  # another thread emptied it meanwhile
         spans[span_id] = live
 
     def get(self, span_id: int | None) -> LiveSpan | None:
-        return self._spans.get(span_id) if span_id is not None else None
+        """The span's entry or its nearest tracked ancestor's."""
+        return self.entries.get(span_id) if span_id is not None else None
+
+    def own(self, span_id: int) -> LiveSpan | None:
+        """The span's own entry, not an ancestor's."""
+        live = self.entries.get(span_id)
+        return live if live is not None and live.span_id == span_id else None
 
     def pop(self, span_id: int) -> LiveSpan | None:
-        return self._spans.pop(span_id, None)
+        return self.entries.pop(span_id, None)
 
-    def nearest_live_ancestor(self, parent_id: int | None) -> Span | None:
-        """The closest ancestor still live and recording, walking parents seen by the processor."""
+    def nearest_live_ancestor(self, entry: LiveSpan | None, own: bool) -> Span | None:
+        """The closest tracked ancestor still recording; ``entry`` is the ended span's entry
+        (``own``) or the ancestor entry it was filed under."""
         seen = 0
-        while parent_id is not None and seen < 256:
-            live = self._spans.get(parent_id)
-            if live is None:
-                return None
-            if live.span.is_recording():
-                return live.span
-            parent_id = live.parent_id
+        while entry is not None and seen < 256:
+            if not own and entry.span.is_recording():
+                return entry.span
+            own = False
+            entry = self.entries.get(entry.parent_id) if entry.parent_id is not None else None
             seen += 1
         return None
 
     def clear(self) -> None:
-        self._spans.clear()
+        self.entries.clear()
 
     def __len__(self) -> int:
-        return len(self._spans)
+        return len(self.entries)

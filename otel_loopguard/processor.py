@@ -5,7 +5,7 @@ from __future__ import annotations
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
-from .annotate import EVENT_NAME, Mark, enriched_copy, event_attributes
+from .annotate import EVENT_NAME, enriched_copy, event_attributes
 from .guard import LoopGuard
 
 __all__ = ["LoopGuardSpanProcessor"]
@@ -29,10 +29,13 @@ class LoopGuardSpanProcessor(SpanProcessor):
             )
         self.guard = guard
         self.downstream = downstream
+        # Bound once: the per-span path makes no attribute look-ups it can avoid.
+        self._started = guard._lifecycle.started
+        self._ended = guard._lifecycle.ended
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         try:
-            self.guard._span_started(span)
+            self._started(span)
         except Exception as exc:
             self.guard._errors.report("on_start", exc)
         if self.downstream is not None:
@@ -44,12 +47,15 @@ class LoopGuardSpanProcessor(SpanProcessor):
     def on_end(self, span: ReadableSpan) -> None:
         forward = span
         try:
-            marks = self.guard._span_ended(span)
+            marks, entry, own = self._ended(span)
             if marks:
                 if self.downstream is not None:
                     forward = enriched_copy(span, marks)
                 else:
-                    self._annotate_ancestor(span, marks)
+                    ancestor = self.guard._live.nearest_live_ancestor(entry, own)
+                    for mark in marks:
+                        if ancestor is not None:
+                            ancestor.add_event(EVENT_NAME, event_attributes(mark))
                 for mark in marks:
                     if mark.signal and span.context is not None:
                         self.guard._annotator.signal(mark, span.context)
@@ -61,16 +67,6 @@ class LoopGuardSpanProcessor(SpanProcessor):
                 self.downstream.on_end(forward)
             except Exception as exc:
                 self.guard._errors.report("downstream.on_end", exc, ours=False)
-
-    def _annotate_ancestor(self, span: ReadableSpan, marks: list[Mark]) -> None:
-        parent = span.parent
-        ancestor = self.guard._live.nearest_live_ancestor(
-            None if parent is None or parent.is_remote else parent.span_id
-        )
-        if ancestor is None:
-            return
-        for mark in marks:
-            ancestor.add_event(EVENT_NAME, event_attributes(mark))
 
     def shutdown(self) -> None:
         if self.downstream is not None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .config import DetectorToggles, LoopDetectionConfig, LoopGuardConfig
+from .fingerprint import volatile_pattern
 from .messages import WARNING_KEY
 
 __all__ = ["GlobalSettings", "PollRule", "ResolvedConfig", "Settings", "resolve"]
@@ -95,6 +96,8 @@ class ResolvedConfig:
     veto_continues_streak: bool = True
     breaker_aborts: bool = True
     warnings_to_model: bool = True
+    volatile_re: re.Pattern[str] | None = None
+    """Finds a volatile key in JSON text, so results without one skip the walk."""
 
     @property
     def rolling_enabled(self) -> bool:
@@ -114,6 +117,59 @@ class ResolvedConfig:
         return any(rule.matches(tool, args) for rule in self.poll_rules)
 
 
+PASS_THROUGH = (
+    "aio_pika",
+    "aiohttp_client",
+    "aiohttp_server",
+    "aiokafka",
+    "aiopg",
+    "asgi",
+    "asyncio",
+    "asyncpg",
+    "boto",
+    "boto3sqs",
+    "botocore",
+    "cassandra",
+    "celery",
+    "click",
+    "confluent_kafka",
+    "dbapi",
+    "django",
+    "elasticsearch",
+    "falcon",
+    "fastapi",
+    "flask",
+    "grpc",
+    "httpx",
+    "jinja2",
+    "kafka",
+    "logging",
+    "mysql",
+    "mysqlclient",
+    "pika",
+    "psycopg",
+    "psycopg2",
+    "pymemcache",
+    "pymongo",
+    "pymysql",
+    "pyramid",
+    "redis",
+    "remoulade",
+    "requests",
+    "sqlalchemy",
+    "sqlite3",
+    "starlette",
+    "system_metrics",
+    "threading",
+    "tornado",
+    "tortoiseorm",
+    "urllib",
+    "urllib3",
+    "wsgi",
+)
+"""OpenTelemetry's HTTP, database, messaging and framework instrumentations (not GenAI ones)."""
+
+
 @dataclass(frozen=True, slots=True)
 class GlobalSettings:
     """Settings that apply before a call's agent is known."""
@@ -125,6 +181,10 @@ class GlobalSettings:
     compaction_operation_names: frozenset[str] = frozenset({"compaction", "compact"})
     max_scopes: int = 10_000
     idle_ttl_seconds: float = 3600.0
+    pass_through_scopes: frozenset[str] = frozenset(
+        f"opentelemetry.instrumentation.{name}" for name in PASS_THROUGH
+    )
+    """Instrumentation scopes whose spans are never tool calls: passed on without being read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +250,11 @@ def _normalise(block: LoopDetectionConfig, label: str) -> ResolvedConfig:
             history,
         )
     toggles = block.detectors or DetectorToggles()
+    volatile = (
+        frozenset(DEFAULT_VOLATILE_KEYS)
+        if block.volatile_keys is None
+        else frozenset(block.volatile_keys)
+    ) | {WARNING_KEY}
     guard = block.post_compaction_guard
     return ResolvedConfig(
         enabled=block.enabled,
@@ -216,12 +281,8 @@ def _normalise(block: LoopDetectionConfig, label: str) -> ResolvedConfig:
                 for r in block.known_poll_tools
             )
         ),
-        volatile_keys=(
-            defaults.volatile_keys
-            if block.volatile_keys is None
-            else frozenset(block.volatile_keys)
-        )
-        | {WARNING_KEY},
+        volatile_keys=volatile,
+        volatile_re=volatile_pattern(volatile),
         veto_continues_streak=_pick(block.veto_continues_streak, defaults.veto_continues_streak),
         breaker_aborts=_pick(block.breaker_aborts, defaults.breaker_aborts),
         warnings_to_model=_pick(block.warnings_to_model, defaults.warnings_to_model),
@@ -256,6 +317,11 @@ def _globals(block: LoopDetectionConfig) -> GlobalSettings:
             frozenset(compaction.operation_names)
             if compaction and compaction.operation_names is not None
             else defaults.compaction_operation_names
+        ),
+        pass_through_scopes=(
+            defaults.pass_through_scopes
+            if block.pass_through_scopes is None
+            else frozenset(block.pass_through_scopes)
         ),
         max_scopes=(store and store.max_scopes) or defaults.max_scopes,
         idle_ttl_seconds=float((store and store.idle_ttl_seconds) or defaults.idle_ttl_seconds),

@@ -1,7 +1,9 @@
 """Reading tool-call spans across conventions: OTel GenAI, OpenInference, OpenLLMetry (§2.1).
 
-Functions over an attribute mapping and a span's name, status and events; never raise on odd
-attribute values (any type, any size).
+A span's attributes are copied once into a plain dict (:func:`attributes_of`, the mapping's own
+``copy``, done in C), and a span with none of the keys of :func:`relevant_keys` goes no further.
+The functions here take that dict, the span's name, status and events, and never raise on odd
+values.
 """
 
 from __future__ import annotations
@@ -15,12 +17,15 @@ from .resolve import GlobalSettings
 
 __all__ = [
     "COMPACTION_ATTRIBUTE",
+    "NOTHING",
     "ToolCallView",
     "agent_of",
+    "attributes_of",
     "error_of",
     "is_compaction",
     "is_tool_span",
     "read_call",
+    "relevant_keys",
     "result_of",
     "scope_value",
     "unknown_tool_name",
@@ -40,6 +45,23 @@ _CALL_ID = ("gen_ai.tool.call.id", "tool.id", "tool_call.id")
 _AGENT = ("gen_ai.agent.id", "gen_ai.agent.name", "agent.name")
 _CONVERSATION = ("gen_ai.conversation.id", "session.id")
 
+_KINDS = ("gen_ai.operation.name", "openinference.span.kind", "traceloop.span.kind")
+_KEYS = frozenset(
+    (
+        *_KINDS,
+        *_TOOL_NAME,
+        *_ARGUMENTS,
+        *_RESULT,
+        *_CALL_ID,
+        *_AGENT,
+        *_CONVERSATION,
+        "error.type",
+        COMPACTION_ATTRIBUTE,
+    )
+)
+NOTHING: dict[str, Any] = {}
+"""No attributes (shared: never mutate it)."""
+
 _UNKNOWN = (
     re.compile(r"unknown tool(?: name)?\s*[:=]?\s*[`'\"]?([\w.\-/]+)", re.IGNORECASE),
     re.compile(r"\btool\s+[`'\"]?([\w.\-/]+)[`'\"]?\s+(?:was\s+)?not\s+found", re.IGNORECASE),
@@ -57,6 +79,26 @@ class ToolCallView:
     call_id: str | None
 
 
+def relevant_keys(settings: GlobalSettings) -> frozenset[str]:
+    """Every attribute key the readers look at under these settings."""
+    extra = {key for key, _ in settings.tool_span_attributes}
+    if settings.scope.startswith("attribute:"):
+        extra.add(settings.scope.removeprefix("attribute:"))
+    return _KEYS | extra
+
+
+def attributes_of(attributes: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A span's attributes as a plain dict: the SDK's mapping copies itself in C."""
+    if attributes is None:
+        return NOTHING
+    copy = getattr(attributes, "copy", None)
+    if copy is not None:
+        copied = copy()
+        if isinstance(copied, dict):
+            return copied
+    return dict(attributes)
+
+
 def _first(attributes: Mapping[str, Any], keys: Sequence[str]) -> object:
     for key in keys:
         value = attributes.get(key)
@@ -65,8 +107,18 @@ def _first(attributes: Mapping[str, Any], keys: Sequence[str]) -> object:
     return None
 
 
+def _first_text(attributes: Mapping[str, Any], keys: Sequence[str]) -> str | None:
+    for key in keys:
+        value = attributes.get(key)
+        if value is not None:
+            text = _text(value)
+            if text:
+                return text
+    return None
+
+
 def _text(value: object) -> str | None:
-    if isinstance(value, str):
+    if type(value) is str:
         return value or None
     if isinstance(value, int | float) and not isinstance(value, bool):
         return str(value)
@@ -85,11 +137,12 @@ def is_tool_span(attributes: Mapping[str, Any], name: str, settings: GlobalSetti
         value = attributes.get(key)
         if value is not None and (expected is None or value == expected):
             return True
-    return any(pattern.fullmatch(name) for pattern in settings.tool_span_names)
+    names = settings.tool_span_names
+    return bool(names) and any(pattern.fullmatch(name) for pattern in names)
 
 
 def _tool_name(attributes: Mapping[str, Any], span_name: str) -> str | None:
-    name = _text(_first(attributes, _TOOL_NAME))
+    name = _first_text(attributes, _TOOL_NAME)
     if name:
         return name
     name = span_name or ""
@@ -107,12 +160,7 @@ def read_call(attributes: Mapping[str, Any], span_name: str) -> ToolCallView | N
     if tool is None:
         return None
     arguments = _first(attributes, _ARGUMENTS)
-    return ToolCallView(
-        tool=tool,
-        arguments=arguments,
-        has_arguments=arguments is not None,
-        call_id=_text(_first(attributes, _CALL_ID)),
-    )
+    return ToolCallView(tool, arguments, arguments is not None, _first_text(attributes, _CALL_ID))
 
 
 def result_of(attributes: Mapping[str, Any]) -> object:
@@ -127,6 +175,8 @@ def error_of(
     events: Sequence[Any],
 ) -> str | None:
     """The call's error message, if the span records a failure."""
+    if not events and not status_is_error and "error.type" not in attributes:
+        return None
     exception_message: str | None = None
     for event in events:
         if getattr(event, "name", None) == "exception":
@@ -155,7 +205,7 @@ def unknown_tool_name(error: str | None) -> str | None:
 
 def agent_of(attributes: Mapping[str, Any]) -> str | None:
     """The agent id recorded on this span itself."""
-    return _text(_first(attributes, _AGENT))
+    return _first_text(attributes, _AGENT)
 
 
 def scope_value(attributes: Mapping[str, Any], scope: str) -> str | None:
@@ -173,9 +223,11 @@ def scope_value(attributes: Mapping[str, Any], scope: str) -> str | None:
 def is_compaction(attributes: Mapping[str, Any], name: str, settings: GlobalSettings) -> bool:
     """Whether an ended span marks a compaction retry (§4.6)."""
     marker = attributes.get(COMPACTION_ATTRIBUTE)
-    if marker is True or (isinstance(marker, str) and marker.lower() == "true"):
+    if marker is not None and (
+        marker is True or (isinstance(marker, str) and marker.lower() == "true")
+    ):
         return True
-    if name in settings.compaction_span_names:
+    if settings.compaction_span_names and name in settings.compaction_span_names:
         return True
     operation = attributes.get("gen_ai.operation.name")
     return isinstance(operation, str) and operation in settings.compaction_operation_names

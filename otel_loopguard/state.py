@@ -49,12 +49,14 @@ class ScopeState:
     history_size: int
     history: deque[CallRecord] = field(init=False)
     spans: dict[int, Decision] = field(default_factory=dict)
-    asks: deque[_Ask] = field(default_factory=lambda: deque(maxlen=MAX_OPEN_ASKS))
+    asks: list[_Ask] = field(default_factory=list)
     abort: Verdict | None = None
-    compaction: CompactionGuard = field(default_factory=CompactionGuard)
-    warned: dict[str, int] = field(default_factory=dict)
+    compaction: CompactionGuard | None = None
+    """Created by the first compaction: most scopes never have one."""
+    warned: dict[tuple[object, ...], int] = field(default_factory=dict)
+    counts: dict[int, int] = field(default_factory=dict)
+    """How many records of each call ``history`` holds: lets most calls skip the walk."""
     last_used: float = 0.0
-    live_roots: int = 0
 
     def __post_init__(self) -> None:
         self.history = deque(maxlen=self.history_size)
@@ -72,6 +74,8 @@ class ScopeState:
             return replace(match.decision, new=False, annotate=False)
         decision = self._propose(call, cfg, call_id, agent)
         self.asks.append(_Ask(call, call_id, decision))
+        if len(self.asks) > MAX_OPEN_ASKS:
+            del self.asks[0]  # an ask no span ever claimed
         return decision
 
     def for_span(
@@ -85,10 +89,8 @@ class ScopeState:
         """Points 1 (inside the span), 2 and 3: evaluate the span's call, or adopt a verdict."""
         bound = self.spans.get(span)
         if bound is not None:
-            if self.abort is not None and bound.verdict is not self.abort:
-                return self._aborted()
-            return replace(bound, new=False, annotate=False)
-        match = self._find_ask(call, call_id, pop=True)
+            return self._adopted(bound)
+        match = self._find_ask(call, call_id, pop=True) if self.asks else None
         if match is not None:
             # Adopted: the span gets the annotation the ask could not place on a span.
             decision = replace(match.decision, new=False)
@@ -100,6 +102,16 @@ class ScopeState:
             self.spans.pop(next(iter(self.spans)))
         self.spans[span] = decision
         return decision
+
+    def adopt(self, span: int) -> Decision | None:
+        """A later point adopts the verdict bound to the span (or the scope's abort, if newer)."""
+        bound = self.spans.get(span)
+        return None if bound is None else self._adopted(bound)
+
+    def _adopted(self, bound: Decision) -> Decision:
+        if self.abort is not None and bound.verdict is not self.abort:
+            return self._aborted()
+        return Decision(bound.verdict, False, bound.record, bound.intended, new=False)
 
     def bound(self, span: int) -> Decision | None:
         """The decision already bound to a live span, if any."""
@@ -114,7 +126,8 @@ class ScopeState:
         record.result_fp = result.result_fp
         record.unknown_tool = result.unknown_tool
         record.outcome = result.outcome
-        if not cfg.compaction_guard_enabled:
+        record.call_id = None  # only needed to match the outcome, which has now arrived
+        if not cfg.compaction_guard_enabled or self.compaction is None:
             return None
         fired = self.compaction.observe(
             record.tool, record.args_fp, result.result_fp, cfg.compaction_window_size
@@ -124,6 +137,8 @@ class ScopeState:
         return fired
 
     def arm_compaction(self) -> None:
+        if self.compaction is None:
+            self.compaction = CompactionGuard()
         self.compaction.arm()
 
     # -- internals ---------------------------------------------------------------------------
@@ -148,20 +163,32 @@ class ScopeState:
     def _propose(
         self, call: ProposedCall, cfg: ResolvedConfig, call_id: str | None, agent: str | None
     ) -> Decision:
-        finding = evaluate(self.history, call, cfg)
+        finding = evaluate(self.history, call, cfg, self.counts)
         verdict = finding.verdict if finding is not None else OK
         intended: Verdict | None = None
         if cfg.observe_only and verdict.blocked:
             intended, verdict = verdict, replace(verdict, action="warn")
-        record = CallRecord(call.tool, call.args_fp, call_id, agent)
+        record = CallRecord(call.tool, call.args_fp, call.is_poll, call_id, agent)
         if verdict.blocked:
             record.outcome = "veto"
             if cfg.veto_continues_streak:
                 self._continue_streak(record, same_args=verdict.detector != "unknown_tool_repeat")
-        self.history.append(record)
+        self._append(record)
         if verdict.aborted:
             self.abort = verdict
         return Decision(verdict, self._should_annotate(finding, cfg), record, intended)
+
+    def _append(self, record: CallRecord) -> None:
+        history, counts = self.history, self.counts
+        if len(history) == history.maxlen:
+            evicted = history[0].args_fp
+            left = counts[evicted] - 1
+            if left:
+                counts[evicted] = left
+            else:
+                del counts[evicted]
+        history.append(record)
+        counts[record.args_fp] = counts.get(record.args_fp, 0) + 1
 
     def _continue_streak(self, veto: CallRecord, *, same_args: bool) -> None:
         """A veto counts as one more outcome identical to the newest one it vetoed (§7).
@@ -169,7 +196,7 @@ class ScopeState:
         An unknown-tool streak is one of the tool whatever its arguments, so it continues too.
         """
         for record in reversed(self.history):
-            same = record.tool == veto.tool and (not same_args or record.args_fp == veto.args_fp)
+            same = record.args_fp == veto.args_fp if same_args else record.tool == veto.tool
             if same and (record.result_fp is not None or record.unknown_tool is not None):
                 veto.result_fp = record.result_fp
                 veto.unknown_tool = record.unknown_tool
@@ -181,7 +208,7 @@ class ScopeState:
         verdict = finding.verdict
         if verdict.level != "warning":
             return True
-        key = f"{verdict.detector}|{finding.signature}"
+        key = (verdict.detector, finding.signature)
         bucket = verdict.count // cfg.warning_threshold
         previous = self.warned.get(key, 0)
         self.warned[key] = bucket

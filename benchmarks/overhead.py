@@ -1,0 +1,272 @@
+"""otel-loopguard's overhead, measured in one run against the same workload without it.
+
+Each figure is a ratio: the workload on a ``TracerProvider`` whose ``LoopGuardSpanProcessor``
+owns the downstream processor, over the same workload on a ``TracerProvider`` with only that
+downstream processor. Rounds are interleaved (with, without, with, ...) and the medians compared,
+so load on a shared machine affects both sides alike.
+
+Two downstream processors are measured:
+
+- ``otlp``: what production runs, a ``BatchSpanProcessor`` whose exporter encodes every span to
+  OTLP protobuf (nothing is sent: the encoding is the export's CPU cost). Each timed round ends
+  with ``force_flush``, so all of the export work is inside the timing.
+- ``floor``: a ``SimpleSpanProcessor`` whose exporter discards spans: the SDK's bare cost, the
+  harshest denominator there is.
+
+Run: python3 benchmarks/overhead.py [--rounds N] [--quick]
+Targets: non-tool spans <= 1.05; tool spans <= 1.30; cost per call at call 100 000 of one trace
+within 10 % of call 100; 10 000 live traces x 30 calls <= 64 MB of otel-loopguard state.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import statistics
+import time
+import tracemalloc
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from opentelemetry import trace
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import (
+    BatchSpanProcessor,
+    SimpleSpanProcessor,
+    SpanExporter,
+    SpanExportResult,
+)
+
+import otel_loopguard
+from otel_loopguard import LoopGuard, LoopGuardSpanProcessor
+
+PACKAGE = str(Path(otel_loopguard.__file__).parent)
+Work = Callable[[TracerProvider, int], None]
+
+
+class DiscardExporter(SpanExporter):
+    """Receives every span, keeps none."""
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        return SpanExportResult.SUCCESS
+
+
+class OtlpEncodingExporter(SpanExporter):
+    """Encodes every span to OTLP protobuf, as the OTLP exporters do, and sends nothing."""
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        encode_spans(spans).SerializeToString()
+        return SpanExportResult.SUCCESS
+
+
+def downstream(kind: str) -> SpanProcessor:
+    if kind == "otlp":
+        return BatchSpanProcessor(OtlpEncodingExporter(), max_queue_size=1 << 17)
+    return SimpleSpanProcessor(DiscardExporter())
+
+
+def provider(guarded: bool, kind: str = "floor") -> tuple[TracerProvider, LoopGuard | None]:
+    tracer_provider = TracerProvider()
+    if not guarded:
+        tracer_provider.add_span_processor(downstream(kind))
+        return tracer_provider, None
+    guard = LoopGuard({"enabled": True}, tracer_provider=tracer_provider)
+    processor = LoopGuardSpanProcessor(guard, downstream=downstream(kind))
+    tracer_provider.add_span_processor(processor)
+    return tracer_provider, guard
+
+
+# -- workloads ---------------------------------------------------------------------------------
+
+ARGS = [
+    {"path": f"src/module_{i}.py", "encoding": "utf-8", "lines": [1, 200], "pad": "x" * 120}
+    for i in range(64)
+]
+RESULTS = [
+    {
+        "path": f"src/module_{i}.py",
+        "size": 2048,
+        "request_id": f"req-{i}",
+        "lines": [f"line {n}: def function_{i}_{n}(): return {n}" for n in range(50)],
+    }
+    for i in range(64)
+]
+HTTP = {
+    "http.request.method": "GET",
+    "url.full": "https://api.example.test/v1/items?page=2",
+    "url.scheme": "https",
+    "server.address": "api.example.test",
+    "server.port": 443,
+    "network.protocol.version": "1.1",
+    "user_agent.original": "httpx/0.28",
+}
+
+
+def plain_spans(instrumentation: str) -> Callable[[LoopGuard | None], Work]:
+    """Non-tool spans as HTTP clients make them (semantic-convention attributes), recorded by
+    the tracer ``instrumentation``."""
+
+    def make(guard: LoopGuard | None) -> Work:
+        def run(tp: TracerProvider, n: int) -> None:
+            tracer = tp.get_tracer(instrumentation)
+            for _ in range(n):
+                with tracer.start_as_current_span(
+                    "GET", kind=trace.SpanKind.CLIENT, attributes=HTTP
+                ) as span:
+                    span.set_attribute("http.response.status_code", 200)
+
+        return run
+
+    return make
+
+
+def tool_spans(guard: LoopGuard | None) -> Work:
+    """GenAI tool spans: ~200-byte JSON arguments, 2 KB result, ``guard.check()`` in the tool.
+
+    One call in three repeats the call three before it (same arguments, same result); the rest
+    are distinct: a mix of a healthy run and a looping one.
+    """
+
+    def run(tp: TracerProvider, n: int) -> None:
+        tracer = tp.get_tracer("my_agent")
+        for i in range(n):
+            k = (i - 3) % 64 if i % 3 == 0 else i % 64
+            attributes = {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "read_file",
+                "gen_ai.tool.call.id": f"call_{i}",
+                "gen_ai.tool.call.arguments": json.dumps(ARGS[k]),
+            }
+            with tracer.start_as_current_span("execute_tool read_file", attributes=attributes) as s:
+                if guard is not None:
+                    guard.check()
+                s.set_attribute("gen_ai.tool.call.result", json.dumps(RESULTS[k]))
+
+    return run
+
+
+def timed(work: Work, tp: TracerProvider, n: int) -> float:
+    tracer = tp.get_tracer("bench")
+    with tracer.start_as_current_span("invoke_agent bench"):
+        start = time.perf_counter_ns()
+        work(tp, n)
+        tp.force_flush()
+        return (time.perf_counter_ns() - start) / n
+
+
+def line(name: str, before: float, after: float) -> None:
+    ratio = after / before
+    print(f"{name:<44} {before / 1000:8.2f} us -> {after / 1000:8.2f} us   ratio {ratio:5.3f}")
+
+
+def ratio(
+    name: str, make: Callable[[LoopGuard | None], Work], kind: str, n: int, rounds: int
+) -> float:
+    sides = {True: provider(True, kind), False: provider(False, kind)}
+    times: dict[bool, list[float]] = {True: [], False: []}
+    for tp, guard in sides.values():  # warm-up
+        timed(make(guard), tp, n // 10)
+    for _ in range(rounds):
+        for side in (True, False):
+            tp, guard = sides[side]
+            gc.collect()
+            times[side].append(timed(make(guard), tp, n))
+    with_, without = statistics.median(times[True]), statistics.median(times[False])
+    line(f"{name} [{kind}]", without, with_)
+    for tp, _ in sides.values():
+        tp.shutdown()
+    return with_ / without
+
+
+def growth(calls: int, window: int, rounds: int) -> float:
+    """Per-call cost near call 100 and near call ``calls`` of one trace."""
+    tp, guard = provider(True)
+    tracer = tp.get_tracer("bench")
+    work = tool_spans(guard)
+    early: list[float] = []
+    late: list[float] = []
+    for _ in range(rounds):
+        with tracer.start_as_current_span("invoke_agent long"):
+            work(tp, 100)
+            start = time.perf_counter_ns()
+            work(tp, window)
+            early.append((time.perf_counter_ns() - start) / window)
+            work(tp, calls - 100 - 2 * window)
+            start = time.perf_counter_ns()
+            work(tp, window)
+            late.append((time.perf_counter_ns() - start) / window)
+    a, b = statistics.median(early), statistics.median(late)
+    line(f"per call at 100 vs at {calls:,} (one trace)", a, b)
+    return b / a
+
+
+def memory(traces: int, calls: int) -> float:
+    """MB held by otel-loopguard for ``traces`` live traces of ``calls`` tool calls each."""
+    tp, guard = provider(True)
+    assert guard is not None
+    tracer = tp.get_tracer("bench")
+    work = tool_spans(guard)
+    gc.collect()
+    tracemalloc.start()
+    roots = []
+    for _ in range(traces):
+        root = tracer.start_span("invoke_agent live")  # left open: a live trace
+        with trace.use_span(root, end_on_exit=False):
+            work(tp, calls)
+        roots.append(root)
+    gc.collect()
+    snapshot = tracemalloc.take_snapshot()
+    tracemalloc.stop()
+    stats = snapshot.statistics("filename")
+    ours = sum(s.size for s in stats if s.traceback[0].filename.startswith(PACKAGE))
+    total = sum(s.size for s in stats)
+    label = f"{traces:,} live traces x {calls} calls"
+    print(
+        f"{label:<44} {ours / 2**20:8.1f} MB of otel-loopguard state "
+        f"({total / 2**20:.1f} MB traced in all, {guard.stats().scopes:,} scopes)"
+    )
+    for root in roots:
+        root.end()
+    return ours / 2**20
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=9, help="interleaved rounds (median)")
+    parser.add_argument("--quick", action="store_true", help="a tenth of the work: a smoke run")
+    args = parser.parse_args()
+    scale = 10 if args.quick else 1
+    rounds = args.rounds
+    print(f"{'workload':<44} {'without':>11} -> {'with':>8}")
+    httpx = plain_spans("opentelemetry.instrumentation.httpx")
+    unknown = plain_spans("my_app")
+    plain_n, tool_n = 20_000 // scale, 5_000 // scale
+    results = {
+        "non-tool [otlp]": (ratio("non-tool spans (httpx)", httpx, "otlp", plain_n, rounds), 1.05),
+        "non-tool, unknown [otlp]": (
+            ratio("non-tool spans (unknown scope)", unknown, "otlp", plain_n, rounds),
+            1.05,
+        ),
+        "tool [otlp]": (ratio("tool spans", tool_spans, "otlp", tool_n, rounds), 1.30),
+        "non-tool [floor]": (
+            ratio("non-tool spans (httpx)", httpx, "floor", plain_n, rounds),
+            1.05,
+        ),
+        "non-tool, unknown [floor]": (
+            ratio("non-tool spans (unknown scope)", unknown, "floor", plain_n, rounds),
+            1.05,
+        ),
+        "tool [floor]": (ratio("tool spans", tool_spans, "floor", tool_n, rounds), 1.30),
+        "growth 100 -> 100k": (growth(100_000 // scale, 2_000 // scale, max(3, rounds // 3)), 1.10),
+        "memory (MB)": (memory(10_000 // scale, 30), 64.0),
+    }
+    print()
+    for name, (value, target) in results.items():
+        verdict = "meets target" if value <= target else "OVER TARGET"
+        print(f"{name:<24} {value:8.3f}   target <= {target:<6} {verdict}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,201 @@
+"""What happens at a span's start and end (§5.1): the processor's work, kept off the hot path.
+
+A span without any attribute otel-loopguard reads costs one pass over its attribute keys at
+start and at end, and a dictionary insert and pop: no lock, no allocation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry.sdk.trace import ReadableSpan, Span
+from opentelemetry.trace import StatusCode
+
+from . import spans
+from .annotate import Annotator, Mark
+from .calls import Digester
+from .history import ProposedCall
+from .live import LiveSpan, LiveSpans, trace_scope
+from .state import Decision
+from .store import InMemoryStore
+
+if TYPE_CHECKING:
+    from .resolve import Settings
+
+__all__ = ["Lifecycle", "mark_of"]
+
+
+def mark_of(decision: Decision, tool: str) -> Mark:
+    """The annotation of a decision; already signalled if it was adopted from an ask."""
+    return Mark(decision.verdict, tool, decision.intended, signal=decision.new)
+
+
+class Lifecycle:
+    """Span starts and ends, fed to the store; shared by the processor and ``LoopGuard.check``."""
+
+    def __init__(self, settings: Settings, store: InMemoryStore, annotator: Annotator) -> None:
+        self.settings = settings
+        self.store = store
+        self.annotator = annotator
+        self.live = LiveSpans()
+        # The hot path reads and writes the live map directly, bounded as LiveSpans.add is.
+        self._entries = self.live.entries
+        self._limit = self.live.limit
+        self.digest = Digester()
+        g = settings.globals
+        self._globals = g
+        self._keys = spans.relevant_keys(g)
+        # Decided once: whether a span with none of our attributes can still matter by name.
+        self._names_matter = bool(g.tool_span_names or g.compaction_span_names)
+        self._pass_through = g.pass_through_scopes
+
+    def read(self, attributes: Any) -> dict[str, Any] | None:
+        """The span's attributes, or ``None`` when it has none that otel-loopguard reads."""
+        copied = spans.attributes_of(attributes)
+        return None if self._keys.isdisjoint(copied) else copied
+
+    def started(self, span: Span) -> None:
+        parent = span.parent
+        if parent is not None and not parent.is_remote:
+            instrumentation = span.instrumentation_scope
+            if instrumentation is not None and instrumentation.name in self._pass_through:
+                # An HTTP, database or messaging span inside a trace: never a tool call, and
+                # (a client or a query) a leaf, so nothing needs to inherit through it.
+                return
+        context = span.get_span_context()
+        local_root = parent is None or parent.is_remote
+        attributes = spans.attributes_of(span.attributes)
+        if self._keys.isdisjoint(attributes) and not local_root and not self._names_matter:
+            # The hot path: a span none of whose attributes we read files under its parent.
+            self._file_under_parent(context.span_id, parent.span_id)  # type: ignore[union-attr]
+            return
+        inherited = None if local_root or parent is None else self.live.get(parent.span_id)
+        agent = spans.agent_of(attributes) or (inherited.agent if inherited else None)
+        scope = spans.scope_value(attributes, self._globals.scope) or (
+            inherited.scope if inherited else None
+        )
+        if scope is not None:
+            scope_key = scope
+        elif inherited is not None and inherited.scope is None:
+            scope_key = inherited.scope_key
+        else:
+            scope_key = trace_scope(context.trace_id)
+        live = LiveSpan(
+            span,
+            context.span_id,
+            None if parent is None else parent.span_id,
+            context.trace_id,
+            agent,
+            scope,
+            local_root,
+            scope_key=scope_key,
+        )
+        self.live.add(context.span_id, live)
+        if local_root and scope is None:
+            with self.store.lock:
+                self.store.root_started(live.scope_key)
+        if not spans.is_tool_span(attributes, span.name, self._globals):
+            return
+        view = spans.read_call(attributes, span.name)
+        if view is None or not view.has_arguments:
+            return  # evaluated at span end, when the instrumentation has set the arguments
+        cfg = self.settings.for_agent(agent)
+        if not cfg.active:
+            return
+        call = self.digest.call(view.tool, view.arguments, cfg)
+        live.evaluated = call
+        with self.store.lock:
+            state = self.store.get(live.scope_key)
+            decision = state.for_span(context.span_id, call, cfg, view.call_id, agent)
+        live.verdict = decision.verdict
+        if decision.annotate:
+            self.annotator.on_live_span(span, mark_of(decision, view.tool))
+
+    def _file_under_parent(self, span_id: int, parent_id: int) -> None:
+        entries = self._entries
+        inherited = entries.get(parent_id)
+        if inherited is not None:
+            if len(entries) < self._limit:
+                entries[span_id] = inherited
+            else:
+                self.live.add(span_id, inherited)  # full: evicts the oldest
+
+    def ended(self, span: ReadableSpan) -> tuple[list[Mark], LiveSpan | None, bool]:
+        """Record an ended span's outcome: the detections too late for it, its entry, whether
+        that entry is its own (else an ancestor's)."""
+        context = span.context
+        if context is None:
+            return [], None, False
+        instrumentation = span.instrumentation_scope
+        passed = instrumentation is not None and instrumentation.name in self._pass_through
+        entry = self._entries.pop(context.span_id, None)
+        if passed and entry is None:
+            return [], None, False
+        own = entry is not None and entry.span_id == context.span_id
+        attributes = spans.NOTHING if passed else spans.attributes_of(span.attributes)
+        if self._keys.isdisjoint(attributes) and not self._names_matter:
+            if own and entry is not None and entry.local_root and entry.scope is None:
+                with self.store.lock:
+                    self.store.root_ended(entry.scope_key)
+            return [], entry, own
+        name = span.name
+        scope_key = entry.scope_key if entry is not None else trace_scope(context.trace_id)
+        marks: list[Mark] = []
+        if spans.is_compaction(attributes, name, self._globals):
+            with self.store.lock:
+                self.store.get(scope_key).arm_compaction()
+        if spans.is_tool_span(attributes, name, self._globals):
+            evaluated = entry.evaluated if own and entry is not None else None
+            if evaluated is not None:  # evaluated while live: its tool and agent are known
+                marks = self._outcome(span, attributes, None, scope_key, entry, evaluated)
+            else:
+                view = spans.read_call(attributes, name)
+                if view is not None:
+                    marks = self._outcome(span, attributes, view, scope_key, entry, None)
+        if own and entry is not None and entry.local_root and entry.scope is None:
+            with self.store.lock:
+                self.store.root_ended(scope_key)
+        return marks, entry, own
+
+    def _outcome(
+        self,
+        span: ReadableSpan,
+        attributes: dict[str, Any],
+        view: spans.ToolCallView | None,
+        scope_key: str,
+        entry: LiveSpan | None,
+        evaluated: ProposedCall | None,
+    ) -> list[Mark]:
+        """Record the outcome; ``view`` is None when the call was evaluated while live."""
+        inherited = entry.agent if entry is not None else None
+        agent = inherited if view is None else (spans.agent_of(attributes) or inherited)
+        cfg = self.settings.for_agent(agent)
+        if not cfg.active:
+            return []
+        span_id = span.context.span_id if span.context is not None else 0
+        status = span.status
+        error = spans.error_of(
+            attributes, status.status_code is StatusCode.ERROR, status.description, span.events
+        )
+        if view is not None:
+            call = self.digest.call(view.tool, view.arguments, cfg)
+        else:
+            assert evaluated is not None
+            call = evaluated
+        result = self.digest.outcome(call.is_poll, spans.result_of(attributes), error, cfg)
+        late: Decision | None = None
+        with self.store.lock:
+            state = self.store.get(scope_key)
+            if view is not None and state.bound(span_id) is None:
+                # Named only now: the third evaluation point.
+                late = state.for_span(span_id, call, cfg, view.call_id, agent)
+            fired = state.end_span(span_id, result, cfg)
+        marks = []
+        if late is not None and late.annotate:
+            marks.append(mark_of(late, call.tool))
+        if fired is not None:
+            intended = fired if cfg.observe_only else None
+            shown = replace(fired, action="warn") if intended else fired
+            marks.append(Mark(shown, call.tool, intended))
+        return marks
