@@ -99,15 +99,16 @@ class LoopGuard:
             aborted = state.abort if state is not None else None
             return aborted if aborted is not None else own.verdict
         agent = agent or (live.agent if live else None)
-        span_view = self._view_of(current)
+        in_tool_span, span_view = self._view_of(current)
         if name is None:
-            if span_view is None:
+            if not in_tool_span:
                 raise ValueError(
                     "guard.check() without a tool name must run inside a tool span (one with "
                     "gen_ai.operation.name='execute_tool', openinference.span.kind='TOOL' or "
                     "traceloop.span.kind='tool'); otherwise call guard.check(name, args)"
                 )
-            if not span_view.has_arguments:
+            if span_view is None or not span_view.has_arguments:
+                # Not named, or no arguments yet: evaluated when the span ends.
                 return self._abort_flag(scope_key) or OK
             name, args, call_id = span_view.tool, span_view.arguments, span_view.call_id
         cfg = self.settings.for_agent(agent)
@@ -185,18 +186,16 @@ class LoopGuard:
 
     # -- internals ---------------------------------------------------------------------------
 
-    def _view_of(self, span: trace.Span) -> spans.ToolCallView | None:
-        """The call a live SDK span describes right now, if it is a tool span."""
+    def _view_of(self, span: trace.Span) -> tuple[bool, spans.ToolCallView | None]:
+        """Whether a live SDK span is a tool span, and the call it describes right now."""
         raw = getattr(span, "attributes", None)
         name = getattr(span, "name", "")
         if not isinstance(raw, Mapping) or not isinstance(name, str):
-            return None
+            return False, None
         attributes = self._lifecycle.read(raw)
-        if attributes is None:
-            return None
-        if not spans.is_tool_span(attributes, name, self.settings.globals):
-            return None
-        return spans.read_call(attributes, name)
+        if attributes is None or not spans.is_tool_span(attributes, name, self.settings.globals):
+            return False, None
+        return True, spans.read_call(attributes, name)
 
     def _abort_flag(self, scope_key: str) -> Verdict | None:
         with self._store.lock:

@@ -19,9 +19,15 @@ class StoreStats:
     """Counters of the store: scopes held now, and scopes dropped for each reason."""
 
     scopes: int
+    """Scopes held now."""
+    records: int
+    """Call records held now, in all scopes: at most ``historySize`` per scope."""
     evicted_lru: int
+    """Scopes dropped because ``maxScopes`` were held (least recently used first)."""
     evicted_idle: int
+    """Scopes dropped after ``idleTtlSeconds`` without a call."""
     released: int
+    """Scopes released because their trace's local root span ended (or ``reset``)."""
 
 
 class InMemoryStore:
@@ -85,7 +91,9 @@ class InMemoryStore:
         return state
 
     def peek(self, key: str) -> ScopeState | None:
-        """The scope's state if it exists, without creating it. Call with ``lock`` held."""
+        """The scope's state if it exists, without creating it or marking it used.
+
+        One dictionary read: safe without ``lock`` for a single look-up."""
         return self._scopes.get(key)
 
     def release(self, key: str) -> None:
@@ -125,6 +133,7 @@ class InMemoryStore:
         with self.lock:
             return StoreStats(
                 scopes=len(self._scopes),
+                records=sum(len(state.history) for state in self._scopes.values()),
                 evicted_lru=self._evicted_lru,
                 evicted_idle=self._evicted_idle,
                 released=self._released,
