@@ -67,7 +67,7 @@ class Digester:
     def __init__(self, size: int = 4096) -> None:
         self._size = size
         self._calls: dict[tuple[int, str, int, int], ProposedCall] = {}
-        self._results: dict[tuple[int, bool, int, int], int] = {}
+        self._results: dict[tuple[int, bool, int, int], OutcomeDigest] = {}
 
     def call(self, tool: str, args: object, cfg: ResolvedConfig) -> ProposedCall:
         if not isinstance(args, str):
@@ -88,11 +88,9 @@ class Digester:
         key = (id(cfg), is_poll, len(result), hash(result))
         found = self._results.get(key)
         if found is None:
-            digest = digest_outcome(is_poll, result, None, cfg)
-            if digest.result_fp is not None:
-                self._remember(self._results, key, digest.result_fp)
-            return digest
-        return OutcomeDigest(found, None, "ok")
+            found = digest_outcome(is_poll, result, None, cfg)
+            self._remember(self._results, key, found)
+        return found
 
     def _remember(self, memory: dict[K, V], key: K, value: V) -> None:
         if len(memory) >= self._size:

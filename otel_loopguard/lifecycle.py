@@ -21,7 +21,7 @@ from .state import Decision
 from .store import InMemoryStore
 
 if TYPE_CHECKING:
-    from .resolve import Settings
+    from .resolve import ResolvedConfig, Settings
 
 __all__ = ["Lifecycle", "mark_of"]
 
@@ -49,6 +49,7 @@ class Lifecycle:
         # Decided once: whether a span with none of our attributes can still matter by name.
         self._names_matter = bool(g.tool_span_names or g.compaction_span_names)
         self._pass_through = g.pass_through_scopes
+        self._scoped_by_attribute = g.scope != "trace"
 
     def read(self, attributes: Any) -> dict[str, Any] | None:
         """The span's attributes, or ``None`` when it has none that otel-loopguard reads."""
@@ -70,11 +71,11 @@ class Lifecycle:
             # The hot path: a span none of whose attributes we read files under its parent.
             self._file_under_parent(context.span_id, parent.span_id)  # type: ignore[union-attr]
             return
-        inherited = None if local_root or parent is None else self.live.get(parent.span_id)
+        inherited = None if local_root or parent is None else self._entries.get(parent.span_id)
         agent = spans.agent_of(attributes) or (inherited.agent if inherited else None)
-        scope = spans.scope_value(attributes, self._globals.scope) or (
-            inherited.scope if inherited else None
-        )
+        scope = inherited.scope if inherited else None
+        if self._scoped_by_attribute:
+            scope = spans.scope_value(attributes, self._globals.scope) or scope
         if scope is not None:
             scope_key = scope
         elif inherited is not None and inherited.scope is None:
@@ -104,7 +105,7 @@ class Lifecycle:
         if not cfg.active:
             return
         call = self.digest.call(view.tool, view.arguments, cfg)
-        live.evaluated = call
+        live.evaluated, live.cfg = call, cfg
         with self.store.lock:
             state = self.store.get(live.scope_key)
             decision = state.for_span(context.span_id, call, cfg, view.call_id, agent)
@@ -146,13 +147,22 @@ class Lifecycle:
             with self.store.lock:
                 self.store.get(scope_key).arm_compaction()
         if spans.is_tool_span(attributes, name, self._globals):
-            evaluated = entry.evaluated if own and entry is not None else None
-            if evaluated is not None:  # evaluated while live: its tool and agent are known
-                marks = self._outcome(span, attributes, None, scope_key, entry, evaluated)
+            inherited = entry.agent if entry is not None else None
+            if own and entry is not None and entry.evaluated is not None and entry.cfg is not None:
+                # Evaluated while live: its call, agent and config are known.
+                marks = self._outcome(
+                    span, context.span_id, attributes, scope_key, inherited, entry.cfg,
+                    entry.evaluated, None,
+                )  # fmt: skip
             else:
                 view = spans.read_call(attributes, name)
-                if view is not None:
-                    marks = self._outcome(span, attributes, view, scope_key, entry, None)
+                agent = spans.agent_of(attributes) or inherited
+                cfg = self.settings.for_agent(agent)
+                if view is not None and cfg.active:
+                    call = self.digest.call(view.tool, view.arguments, cfg)
+                    marks = self._outcome(
+                        span, context.span_id, attributes, scope_key, agent, cfg, call, view
+                    )
         if own and entry is not None and entry.local_root and entry.scope is None:
             with self.store.lock:
                 self.store.root_ended(scope_key)
@@ -161,28 +171,19 @@ class Lifecycle:
     def _outcome(
         self,
         span: ReadableSpan,
+        span_id: int,
         attributes: dict[str, Any],
-        view: spans.ToolCallView | None,
         scope_key: str,
-        entry: LiveSpan | None,
-        evaluated: ProposedCall | None,
+        agent: str | None,
+        cfg: ResolvedConfig,
+        call: ProposedCall,
+        view: spans.ToolCallView | None,
     ) -> list[Mark]:
-        """Record the outcome; ``view`` is None when the call was evaluated while live."""
-        inherited = entry.agent if entry is not None else None
-        agent = inherited if view is None else (spans.agent_of(attributes) or inherited)
-        cfg = self.settings.for_agent(agent)
-        if not cfg.active:
-            return []
-        span_id = span.context.span_id if span.context is not None else 0
+        """Record the call's outcome; ``view`` is given when the call is named only now."""
         status = span.status
         error = spans.error_of(
             attributes, status.status_code is StatusCode.ERROR, status.description, span.events
         )
-        if view is not None:
-            call = self.digest.call(view.tool, view.arguments, cfg)
-        else:
-            assert evaluated is not None
-            call = evaluated
         result = self.digest.outcome(call.is_poll, spans.result_of(attributes), error, cfg)
         late: Decision | None = None
         with self.store.lock:

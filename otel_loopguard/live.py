@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from opentelemetry.trace import Span
 
 from .history import ProposedCall
+from .resolve import ResolvedConfig
 from .verdict import Verdict
 
 __all__ = ["LiveSpan", "LiveSpans", "trace_scope"]
@@ -40,6 +41,8 @@ class LiveSpan:
     """The span's call, once evaluated: its end then needs no second fingerprint."""
     verdict: Verdict | None = None
     """The verdict of that evaluation, for later checks inside the span."""
+    cfg: ResolvedConfig | None = None
+    """The agent's config the call was evaluated under."""
     scope_key: str = ""
     """The state store's key: ``scope``, else the trace's (formatted once, by the caller)."""
 

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .resolve import GlobalSettings
 
@@ -69,9 +68,11 @@ _UNKNOWN = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class ToolCallView:
-    """What a span says about its call: tool name, raw arguments (if any yet), call id."""
+class ToolCallView(NamedTuple):
+    """What a span says about its call: tool name, raw arguments (if any yet), call id.
+
+    A named tuple: one is made per tool span, on the hot path.
+    """
 
     tool: str
     arguments: object
