@@ -22,6 +22,7 @@ from .loading import ConfigError, load_config
 from .processor import LoopGuardSpanProcessor
 from .report import render
 from .resolve import resolve
+from .testing import detection_counts
 
 __all__ = ["main"]
 
@@ -175,17 +176,9 @@ def _demo(args: argparse.Namespace) -> int:
 
 def _detections(reader: InMemoryMetricReader) -> dict[str, int]:
     totals: dict[str, int] = {}
-    data = reader.get_metrics_data()
-    for resource in data.resource_metrics if data else []:
-        for scope in resource.scope_metrics:
-            for metric in scope.metrics:
-                if metric.name != "loopguard.detections":
-                    continue
-                for point in metric.data.data_points:
-                    a = point.attributes or {}
-                    detector, action = a.get("loopguard.detector"), a.get("loopguard.action")
-                    key = f"detector={detector}, action={action}"
-                    totals[key] = totals.get(key, 0) + int(getattr(point, "value", 0))
+    for (detector, _, action, _), count in detection_counts(reader).items():
+        key = f"detector={detector}, action={action}"
+        totals[key] = totals.get(key, 0) + count
     return totals
 
 

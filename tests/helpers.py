@@ -15,6 +15,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import Status, StatusCode, Tracer
 
 from otel_loopguard import LoopGuard, LoopGuardSpanProcessor
+from otel_loopguard.testing import detection_counts, loop_events
 
 
 @dataclass
@@ -28,28 +29,9 @@ class Rig:
     def spans(self, name: str | None = None) -> list[ReadableSpan]:
         return [s for s in self.exporter.get_finished_spans() if name is None or s.name == name]
 
-    def detections(self) -> dict[tuple[str, ...], int]:
+    def detections(self) -> dict[tuple[str, str, str, str], int]:
         """Counter points of ``loopguard.detections`` by (detector, level, action, tool)."""
-        data = self.metrics.get_metrics_data()
-        points: dict[tuple[str, ...], int] = {}
-        for resource in data.resource_metrics if data else []:
-            for scope in resource.scope_metrics:
-                for metric in scope.metrics:
-                    if metric.name != "loopguard.detections":
-                        continue
-                    for point in metric.data.data_points:
-                        a = point.attributes or {}
-                        key = tuple(
-                            str(a.get(k))
-                            for k in (
-                                "loopguard.detector",
-                                "loopguard.level",
-                                "loopguard.action",
-                                "gen_ai.tool.name",
-                            )
-                        )
-                        points[key] = int(point.value)
-        return points
+        return detection_counts(self.metrics)
 
 
 def rig(config: Any = None, *, downstream: bool = True, **guard_kwargs: Any) -> Rig:
@@ -102,5 +84,4 @@ def tool_span(
             )
 
 
-def events(span: ReadableSpan) -> list[dict[str, Any]]:
-    return [dict(e.attributes or {}) for e in span.events if e.name == "loopguard.loop_detected"]
+events = loop_events

@@ -10,6 +10,8 @@ from otel_loopguard.messages import message
 from otel_loopguard.replay import Call, replay
 from otel_loopguard.verdict import Verdict
 
+from .test_config import SEED
+
 ON = {"enabled": True}
 
 
@@ -366,23 +368,7 @@ def test_observe_only_never_blocks_but_says_what_it_saw() -> None:
 
 
 def test_per_agent_thresholds_apply_to_that_agents_calls() -> None:
-    config = {
-        "tools": {"loopDetection": {"enabled": False}},
-        "agents": {
-            "list": [
-                {
-                    "id": "safe-runner",
-                    "tools": {
-                        "loopDetection": {
-                            "enabled": True,
-                            "warningThreshold": 8,
-                            "criticalThreshold": 16,
-                        }
-                    },
-                }
-            ]
-        },
-    }
+    config = SEED  # global detection off; safe-runner on at 8 / 16
     runner = [Call("read_file", {"p": 1}, "x", agent="safe-runner") for _ in range(17)]
     other = [Call("read_file", {"p": 1}, "x", agent="someone-else") for _ in range(17)]
     verdicts = replay(runner, config)

@@ -11,6 +11,7 @@ import otel_loopguard
 from otel_loopguard import LoopGuard, LoopGuardSpanProcessor
 
 from .helpers import events, rig, tool_span
+from .test_config import SEED
 
 ON = {"enabled": True}
 
@@ -152,22 +153,7 @@ def test_non_tool_spans_are_never_annotated() -> None:
 
 
 def test_the_agent_is_found_on_an_ancestor_span() -> None:
-    config = {
-        "agents": {
-            "list": [
-                {
-                    "id": "safe-runner",
-                    "tools": {
-                        "loopDetection": {
-                            "enabled": True,
-                            "warningThreshold": 8,
-                            "criticalThreshold": 16,
-                        }
-                    },
-                }
-            ]
-        },
-    }
+    config = SEED  # global detection off; safe-runner on at 8 / 16
     r = rig(config)
     with (
         r.tracer.start_as_current_span(
