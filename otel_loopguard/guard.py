@@ -123,7 +123,7 @@ class LoopGuard:
             else:
                 decision = state.ask(call, cfg, call_id, agent)
         if in_span and own is not None:
-            own.evaluated, own.verdict, own.cfg = call, decision.verdict, cfg
+            own.evaluated, own.verdict, own.cfg, own.state = call, decision.verdict, cfg, state
         if decision.annotate and in_span and current.is_recording():
             self._annotate_live(current, decision, name)
         elif decision.annotate and decision.new:

@@ -17,7 +17,7 @@ from .annotate import Annotator, Mark
 from .calls import Digester
 from .history import ProposedCall
 from .live import LiveSpan, LiveSpans, trace_scope
-from .state import Decision
+from .state import Decision, ScopeState
 from .store import InMemoryStore
 
 if TYPE_CHECKING:
@@ -109,7 +109,7 @@ class Lifecycle:
         with self.store.lock:
             state = self.store.get(live.scope_key)
             decision = state.for_span(context.span_id, call, cfg, view.call_id, agent)
-        live.verdict = decision.verdict
+        live.verdict, live.state = decision.verdict, state
         if decision.annotate:
             self.annotator.on_live_span(span, mark_of(decision, view.tool))
 
@@ -152,7 +152,7 @@ class Lifecycle:
                 # Evaluated while live: its call, agent and config are known.
                 marks = self._outcome(
                     span, context.span_id, attributes, scope_key, inherited, entry.cfg,
-                    entry.evaluated, None,
+                    entry.evaluated, None, entry.state,
                 )  # fmt: skip
             else:
                 view = spans.read_call(attributes, name)
@@ -161,7 +161,7 @@ class Lifecycle:
                 if view is not None and cfg.active:
                     call = self.digest.call(view.tool, view.arguments, cfg)
                     marks = self._outcome(
-                        span, context.span_id, attributes, scope_key, agent, cfg, call, view
+                        span, context.span_id, attributes, scope_key, agent, cfg, call, view, None
                     )
         if own and entry is not None and entry.local_root and entry.scope is None:
             with self.store.lock:
@@ -178,8 +178,10 @@ class Lifecycle:
         cfg: ResolvedConfig,
         call: ProposedCall,
         view: spans.ToolCallView | None,
+        state: ScopeState | None,
     ) -> list[Mark]:
-        """Record the call's outcome; ``view`` is given when the call is named only now."""
+        """Record the call's outcome; ``view`` is given when the call is named only now,
+        ``state`` when the call was evaluated while live (its scope then needs no look-up)."""
         status = span.status
         error = spans.error_of(
             attributes, status.status_code is StatusCode.ERROR, status.description, span.events
@@ -187,7 +189,8 @@ class Lifecycle:
         result = self.digest.outcome(call.is_poll, spans.result_of(attributes), error, cfg)
         late: Decision | None = None
         with self.store.lock:
-            state = self.store.get(scope_key)
+            if state is None:
+                state = self.store.get(scope_key)
             if view is not None and state.bound(span_id) is None:
                 # Named only now: the third evaluation point.
                 late = state.for_span(span_id, call, cfg, view.call_id, agent)

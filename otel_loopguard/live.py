@@ -13,6 +13,7 @@ from opentelemetry.trace import Span
 
 from .history import ProposedCall
 from .resolve import ResolvedConfig
+from .state import ScopeState
 from .verdict import Verdict
 
 __all__ = ["LiveSpan", "LiveSpans", "trace_scope"]
@@ -43,6 +44,8 @@ class LiveSpan:
     """The verdict of that evaluation, for later checks inside the span."""
     cfg: ResolvedConfig | None = None
     """The agent's config the call was evaluated under."""
+    state: ScopeState | None = None
+    """The scope's state it was recorded in (an evicted scope's state is simply let go)."""
     scope_key: str = ""
     """The state store's key: ``scope``, else the trace's (formatted once, by the caller)."""
 
