@@ -1,8 +1,7 @@
-"""``LoopGuard``: the agent-facing API, and the span lifecycle the processor feeds it (§5)."""
+"""``LoopGuard``: the agent-facing API (§5.2); the span lifecycle it shares is ``lifecycle.py``."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, overload
 
@@ -56,9 +55,6 @@ class LoopGuard:
         self._live = self._lifecycle.live
         self._errors = InternalErrors()
         self._tracer_provider = tracer_provider
-        if hasattr(os, "register_at_fork"):
-            # The parent's live spans are not the child's.
-            os.register_at_fork(after_in_child=self._live.clear)
 
     # -- the agent-facing API ----------------------------------------------------------------
 
@@ -93,11 +89,8 @@ class LoopGuard:
             and name in (None, own.evaluated.tool)
         ):
             # This span's call was evaluated already, at its start or by an earlier check:
-            # adopt that verdict, unless the scope has aborted since (the shared flag). Both
-            # are single reference reads, atomic under the GIL: no lock needed.
-            state = self._store.peek(scope_key)
-            aborted = state.abort if state is not None else None
-            return aborted if aborted is not None else own.verdict
+            # adopt that verdict, unless the scope has aborted since (the shared flag).
+            return self._abort_flag(scope_key) or own.verdict
         agent = agent or (live.agent if live else None)
         in_tool_span, span_view = self._view_of(current)
         if name is None:
@@ -198,9 +191,9 @@ class LoopGuard:
         return True, spans.read_call(attributes, name)
 
     def _abort_flag(self, scope_key: str) -> Verdict | None:
-        with self._store.lock:
-            state = self._store.peek(scope_key)
-            return state.abort if state is not None else None
+        # Two reference reads, each atomic under the GIL: no lock needed.
+        state = self._store.peek(scope_key)
+        return state.abort if state is not None else None
 
     def _current_scope(self) -> str | None:
         context = trace.get_current_span().get_span_context()

@@ -7,6 +7,8 @@ already carries the agent and scope it inherits.
 
 from __future__ import annotations
 
+import os
+import weakref
 from dataclasses import dataclass
 
 from opentelemetry.trace import Span
@@ -17,6 +19,9 @@ from .state import ScopeState
 from .verdict import Verdict
 
 __all__ = ["LiveSpan", "LiveSpans", "trace_scope"]
+
+_LIVE: weakref.WeakSet[LiveSpans] = weakref.WeakSet()
+"""Every live-span map in this process: a forked child clears them (its parent's spans)."""
 
 MAX_LIVE_SPANS = 1 << 16
 
@@ -60,6 +65,7 @@ class LiveSpans:
         self.entries: dict[int, LiveSpan] = {}
         self.limit = limit
         self.dropped = 0
+        _LIVE.add(self)
 
     def add(self, span_id: int, live: LiveSpan) -> None:
         spans = self.entries
@@ -100,3 +106,12 @@ class LiveSpans:
 
     def __len__(self) -> int:
         return len(self.entries)
+
+
+def _clear_in_child() -> None:
+    for live in list(_LIVE):
+        live.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_clear_in_child)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 
 __all__ = ["ENV_STRICT", "InternalErrors"]
 
@@ -21,8 +20,8 @@ class InternalErrors:
     """Reports internal errors once per (place, exception type)."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        # Guarded by ``_lock``: the kinds already logged.
+        # The kinds already logged. No lock (set operations are atomic under the GIL), so a
+        # forked child can never inherit one held: at worst two threads both log a new kind.
         self._seen: set[tuple[str, str]] = set()
 
     @staticmethod
@@ -32,9 +31,8 @@ class InternalErrors:
     def report(self, where: str, exc: BaseException, *, ours: bool = True) -> None:
         """Log the first error of this kind; re-raise ours (not another processor's) if strict."""
         kind = (where, type(exc).__name__)
-        with self._lock:
-            first = kind not in self._seen
-            self._seen.add(kind)
+        first = kind not in self._seen
+        self._seen.add(kind)
         if first:
             _logger.error(
                 "otel-loopguard internal error in %s (logged once per kind; your application "
@@ -48,5 +46,4 @@ class InternalErrors:
     @property
     def kinds(self) -> int:
         """How many kinds of internal error have happened."""
-        with self._lock:
-            return len(self._seen)
+        return len(self._seen)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -12,6 +13,14 @@ from dataclasses import dataclass
 from .state import ScopeState
 
 __all__ = ["InMemoryStore", "StoreStats"]
+
+_STORES: weakref.WeakSet[InMemoryStore] = weakref.WeakSet()
+"""Every store alive in this process, for the fork handler (registered once, below)."""
+
+
+def _after_fork_in_child() -> None:
+    for store in list(_STORES):
+        store._after_fork()
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,8 +69,7 @@ class InMemoryStore:
         self._roots: dict[str, int] = {}
         """Local root spans still open, per trace scope: the scope is released when none is."""
         self._history_size = 30
-        if hasattr(os, "register_at_fork"):
-            os.register_at_fork(after_in_child=self._after_fork)
+        _STORES.add(self)
 
     def configure(self, history_size: int) -> None:
         """Set the window size of newly created scopes (the largest of all agents')."""
@@ -141,3 +149,7 @@ class InMemoryStore:
 
     def __len__(self) -> int:
         return len(self._scopes)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
