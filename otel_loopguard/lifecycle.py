@@ -184,9 +184,11 @@ class Lifecycle:
         """Record the call's outcome; ``view`` is given when the call is named only now,
         ``state`` when the call was evaluated while live (its scope then needs no look-up)."""
         status = span.status
-        error = spans.error_of(
-            attributes, status.status_code is StatusCode.ERROR, status.description, span.events
-        )
+        failed = status.status_code is StatusCode.ERROR
+        # The exception event's message is read only for a failed span (the SDK and the
+        # instrumentations set status ERROR with it): reading events is not free.
+        events = span.events if failed or "error.type" in attributes else ()
+        error = spans.error_of(attributes, failed, status.description, events)
         result = self.digest.outcome(call.is_poll, spans.result_of(attributes), error, cfg)
         late: Decision | None = None
         with self.store.lock:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .config import DetectorToggles, LoopDetectionConfig, LoopGuardConfig
@@ -99,19 +99,15 @@ class ResolvedConfig:
     volatile_re: re.Pattern[str] | None = None
     """Finds a volatile key in JSON text, so results without one skip the walk."""
 
-    @property
-    def rolling_enabled(self) -> bool:
-        """The rolling-history detectors run only when ``enabled`` is ``true`` (§3.5)."""
-        return self.enabled is True
+    rolling_enabled: bool = field(init=False)
+    """The rolling-history detectors run only when ``enabled`` is ``true`` (§3.5)."""
+    active: bool = field(init=False)
+    """Anything runs (the post-compaction guard at least) unless ``enabled`` is ``false``."""
 
-    @property
-    def compaction_guard_enabled(self) -> bool:
-        """The post-compaction guard runs unless ``enabled`` is explicitly ``false`` (§3.5)."""
-        return self.enabled is not False
-
-    @property
-    def active(self) -> bool:
-        return self.enabled is not False
+    def __post_init__(self) -> None:
+        # Read on every call: plain fields, not properties.
+        object.__setattr__(self, "rolling_enabled", self.enabled is True)
+        object.__setattr__(self, "active", self.enabled is not False)
 
     def is_poll(self, tool: str, args: object) -> bool:
         return any(rule.matches(tool, args) for rule in self.poll_rules)

@@ -157,11 +157,19 @@ def _tool_name(attributes: Mapping[str, Any], span_name: str) -> str | None:
 
 def read_call(attributes: Mapping[str, Any], span_name: str) -> ToolCallView | None:
     """The call a tool span describes, or ``None`` when it has no usable tool name."""
-    tool = _tool_name(attributes, span_name)
-    if tool is None:
-        return None
-    arguments = _first(attributes, _ARGUMENTS)
-    return ToolCallView(tool, arguments, arguments is not None, _first_text(attributes, _CALL_ID))
+    # The OTel GenAI keys come first in every lookup order: try them before the loops.
+    tool = attributes.get("gen_ai.tool.name")
+    if type(tool) is not str or not tool:
+        tool = _tool_name(attributes, span_name)
+        if tool is None:
+            return None
+    arguments = attributes.get("gen_ai.tool.call.arguments")
+    if arguments is None or arguments == "":
+        arguments = _first(attributes, _ARGUMENTS)
+    call_id = attributes.get("gen_ai.tool.call.id")
+    if type(call_id) is not str or not call_id:
+        call_id = _first_text(attributes, _CALL_ID)
+    return ToolCallView(tool, arguments, arguments is not None, call_id)
 
 
 def result_of(attributes: Mapping[str, Any]) -> object:

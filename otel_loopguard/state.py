@@ -130,7 +130,7 @@ class ScopeState:
         record.unknown_tool = result.unknown_tool
         record.outcome = result.outcome
         record.call_id = None  # only needed to match the outcome, which has now arrived
-        if not cfg.compaction_guard_enabled or self.compaction is None:
+        if not cfg.active or self.compaction is None:  # the guard runs unless enabled=false
             return None
         fired = self.compaction.observe(
             record.tool, record.args_fp, result.result_fp, cfg.compaction_window_size

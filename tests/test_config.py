@@ -231,7 +231,7 @@ def test_the_three_states_of_enabled(enabled: bool | None, rolling: bool, compac
     block = {} if enabled is None else {"enabled": enabled}
     default = resolve(load_config(block)).default
     assert default.rolling_enabled is rolling
-    assert default.compaction_guard_enabled is compaction
+    assert default.active is compaction  # the post-compaction guard runs whenever anything does
 
 
 @pytest.mark.parametrize(
