@@ -18,9 +18,7 @@ from .verdict import Action, Level, Verdict
 __all__ = [
     "Finding",
     "evaluate",
-    "no_progress_streak",
     "ping_pong_tail",
-    "recent_count",
     "streak_and_count",
     "unknown_tool_tail",
 ]
@@ -64,16 +62,6 @@ def streak_and_count(records: Sequence[CallRecord], args_fp: int) -> tuple[int, 
             continue
         streak += 1
     return streak, count
-
-
-def no_progress_streak(records: Sequence[CallRecord], args_fp: int) -> int:
-    """noProgressStreak alone (§4.3)."""
-    return streak_and_count(records, args_fp)[0]
-
-
-def recent_count(records: Sequence[CallRecord], args_fp: int) -> int:
-    """recentCount alone: records in the window with the same call, consecutive or not."""
-    return streak_and_count(records, args_fp)[1]
 
 
 def unknown_tool_tail(records: Sequence[CallRecord], tool: str) -> tuple[int, str | None]:
