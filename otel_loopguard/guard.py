@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
 from opentelemetry import metrics, trace
@@ -74,14 +74,8 @@ class LoopGuard:
             _check_arguments(name, call_id, scope, agent)
         current = trace.get_current_span()
         context = current.get_span_context()
-        live = self._live.get(context.span_id) if context.is_valid else None
-        if scope:
-            scope_key = scope
-        elif live is not None:
-            scope_key = live.scope_key
-        else:
-            scope_key = trace_scope(context.trace_id) if context.is_valid else DEFAULT_SCOPE
-        own = self._live.own(context.span_id) if live is not None else None
+        live = self._live.entries.get(context.span_id) if context.is_valid else None
+        own = live if live is not None and live.span_id == context.span_id else None
         if (
             own is not None
             and own.verdict is not None
@@ -90,7 +84,13 @@ class LoopGuard:
         ):
             # This span's call was evaluated already, at its start or by an earlier check:
             # adopt that verdict, unless the scope has aborted since (the shared flag).
-            return self._abort_flag(scope_key) or own.verdict
+            return self._abort_flag(scope or own.scope_key) or own.verdict
+        if scope:
+            scope_key = scope
+        elif live is not None:
+            scope_key = live.scope_key
+        else:
+            scope_key = trace_scope(context.trace_id) if context.is_valid else DEFAULT_SCOPE
         agent = agent or (live.agent if live else None)
         in_tool_span, span_view = self._view_of(current)
         if name is None:
@@ -181,11 +181,10 @@ class LoopGuard:
 
     def _view_of(self, span: trace.Span) -> tuple[bool, spans.ToolCallView | None]:
         """Whether a live SDK span is a tool span, and the call it describes right now."""
-        raw = getattr(span, "attributes", None)
         name = getattr(span, "name", "")
-        if not isinstance(raw, Mapping) or not isinstance(name, str):
+        if not isinstance(name, str):
             return False, None
-        attributes = self._lifecycle.read(raw)
+        attributes = self._lifecycle.read(span)
         if attributes is None or not spans.is_tool_span(attributes, name, self.settings.globals):
             return False, None
         return True, spans.read_call(attributes, name)

@@ -7,6 +7,7 @@ start and at end and a dictionary insert and pop. Neither takes the lock.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +25,12 @@ from .store import InMemoryStore
 if TYPE_CHECKING:
     from .resolve import ResolvedConfig, Settings
 
-__all__ = ["Lifecycle", "mark_of"]
+__all__ = ["NOTHING_ENDED", "Ended", "Lifecycle", "mark_of"]
+
+Ended = tuple[Sequence[Mark], "LiveSpan | None", bool]
+"""What ``Lifecycle.ended`` returns: the marks for the span, its entry, whether it is its own."""
+NO_MARKS: Sequence[Mark] = ()
+NOTHING_ENDED: Ended = (NO_MARKS, None, False)
 
 
 def mark_of(decision: Decision, tool: str) -> Mark:
@@ -52,26 +58,29 @@ class Lifecycle:
         self._pass_through = g.pass_through_scopes
         self._scoped_by_attribute = g.scope != "trace"
 
-    def read(self, attributes: Any) -> dict[str, Any] | None:
-        """The span's attributes, or ``None`` when it has none that otel-loopguard reads."""
-        copied = spans.attributes_of(attributes)
-        return None if self._keys.isdisjoint(copied) else copied
+    def read(self, span: object) -> dict[str, Any] | None:
+        """A copy of the span's attributes, or ``None`` when it has none that otel-loopguard
+        reads."""
+        attributes = spans.attribute_map(span)
+        return None if self._keys.isdisjoint(attributes) else dict(attributes)
 
     def started(self, span: Span) -> None:
         parent = span.parent
-        if parent is not None and not parent.is_remote:
+        local_root = parent is None or parent.is_remote
+        if not local_root:
             instrumentation = span.instrumentation_scope
             if instrumentation is not None and instrumentation.name in self._pass_through:
                 # An HTTP, database or messaging span inside a trace: never a tool call, and
                 # (a client or a query) a leaf, so nothing needs to inherit through it.
                 return
-        context = span.get_span_context()
-        local_root = parent is None or parent.is_remote
-        attributes = spans.attributes_of(span.attributes)
-        if self._keys.isdisjoint(attributes) and not local_root and not self._names_matter:
+        attributes = spans.attribute_map(span)
+        if not local_root and self._keys.isdisjoint(attributes) and not self._names_matter:
             # The hot path: a span none of whose attributes we read files under its parent.
-            self._file_under_parent(context.span_id, parent.span_id)  # type: ignore[union-attr]
+            self._file_under_parent(span.context.span_id, parent.span_id)  # type: ignore[union-attr]
             return
+        # A snapshot: the application's thread may still be setting attributes on the span.
+        attributes = dict(attributes)
+        context = span.context
         inherited = None if local_root or parent is None else self._entries.get(parent.span_id)
         agent = spans.agent_of(attributes) or (inherited.agent if inherited else None)
         scope = inherited.scope if inherited else None
@@ -123,27 +132,30 @@ class Lifecycle:
             else:
                 self.live.add(span_id, inherited)  # full: evicts the oldest
 
-    def ended(self, span: ReadableSpan) -> tuple[list[Mark], LiveSpan | None, bool]:
+    def ended(self, span: ReadableSpan) -> Ended:
         """Record an ended span's outcome: the detections too late for it, its entry, whether
         that entry is its own (else an ancestor's)."""
         context = span.context
         if context is None:
-            return [], None, False
-        instrumentation = span.instrumentation_scope
-        passed = instrumentation is not None and instrumentation.name in self._pass_through
+            return NOTHING_ENDED
         entry = self._entries.pop(context.span_id, None)
-        if passed and entry is None:
-            return [], None, False
-        own = entry is not None and entry.span_id == context.span_id
-        attributes = spans.NOTHING if passed else spans.attributes_of(span.attributes)
+        if entry is None:
+            instrumentation = span.instrumentation_scope
+            if instrumentation is not None and instrumentation.name in self._pass_through:
+                return NOTHING_ENDED
+            own = False
+        else:
+            own = entry.span_id == context.span_id
+        # An ended span's attributes no longer change: read in place, no snapshot needed.
+        attributes = spans.attribute_map(span)
         if self._keys.isdisjoint(attributes) and not self._names_matter:
             if own and entry is not None and entry.local_root and entry.scope is None:
                 with self.store.lock:
                     self.store.root_ended(entry.scope_key)
-            return [], entry, own
+            return NO_MARKS, entry, own
         name = span.name
         scope_key = entry.scope_key if entry is not None else trace_scope(context.trace_id)
-        marks: list[Mark] = []
+        marks: Sequence[Mark] = NO_MARKS
         if spans.is_compaction(attributes, name, self._globals):
             with self.store.lock:
                 self.store.get(scope_key).arm_compaction()
@@ -173,22 +185,25 @@ class Lifecycle:
         self,
         span: ReadableSpan,
         span_id: int,
-        attributes: dict[str, Any],
+        attributes: Mapping[str, Any],
         scope_key: str,
         agent: str | None,
         cfg: ResolvedConfig,
         call: ProposedCall,
         view: spans.ToolCallView | None,
         state: ScopeState | None,
-    ) -> list[Mark]:
+    ) -> Sequence[Mark]:
         """Record the call's outcome; ``view`` is given when the call is named only now,
         ``state`` when the call was evaluated while live (its scope then needs no look-up)."""
         status = span.status
         failed = status.status_code is StatusCode.ERROR
         # The exception event's message is read only for a failed span (the SDK and the
         # instrumentations set status ERROR with it): reading events is not free.
-        events = span.events if failed or "error.type" in attributes else ()
-        error = spans.error_of(attributes, failed, status.description, events)
+        error = (
+            spans.error_of(attributes, failed, status.description, span.events)
+            if failed or "error.type" in attributes
+            else None
+        )
         result = self.digest.outcome(call.is_poll, spans.result_of(attributes), error, cfg)
         late: Decision | None = None
         with self.store.lock:
@@ -198,6 +213,8 @@ class Lifecycle:
                 # Named only now: the third evaluation point.
                 late = state.for_span(span_id, call, cfg, view.call_id, agent)
             fired = state.end_span(span_id, result, cfg)
+        if late is None and fired is None:
+            return NO_MARKS
         marks = []
         if late is not None and late.annotate:
             marks.append(mark_of(late, call.tool))

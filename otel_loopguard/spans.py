@@ -1,8 +1,8 @@
 """Reading tool-call spans across conventions: OTel GenAI, OpenInference, OpenLLMetry (§2.1).
 
-A span's attributes are copied once into a plain dict (:func:`attributes_of`, the mapping's own
-``copy``, done in C), and a span with none of the keys of :func:`relevant_keys` goes no further.
-The functions here take that dict, the span's name, status and events, and never raise on odd
+A span's attributes are read in place (:func:`attribute_map`: the SDK span's own dict, no proxy
+and no copy), and a span with none of the keys of :func:`relevant_keys` goes no further. The
+functions here take that mapping, the span's name, status and events, and never raise on odd
 values.
 """
 
@@ -19,6 +19,7 @@ __all__ = [
     "NOTHING",
     "ToolCallView",
     "agent_of",
+    "attribute_map",
     "attributes_of",
     "error_of",
     "is_compaction",
@@ -42,6 +43,7 @@ _ARGUMENTS = (
 _RESULT = ("gen_ai.tool.call.result", "tool_response", "output.value", "traceloop.entity.output")
 _CALL_ID = ("gen_ai.tool.call.id", "tool.id", "tool_call.id")
 _AGENT = ("gen_ai.agent.id", "gen_ai.agent.name", "agent.name")
+_AGENT_KEYS = frozenset(_AGENT)
 _CONVERSATION = ("gen_ai.conversation.id", "session.id")
 
 _KINDS = ("gen_ai.operation.name", "openinference.span.kind", "traceloop.span.kind")
@@ -86,6 +88,23 @@ def relevant_keys(settings: GlobalSettings) -> frozenset[str]:
     if settings.scope.startswith("attribute:"):
         extra.add(settings.scope.removeprefix("attribute:"))
     return _KEYS | extra
+
+
+def attribute_map(span: object) -> Mapping[str, Any]:
+    """A span's attributes for reading: never mutate the result, it may be the span's own.
+
+    The SDK's ``attributes`` property builds a proxy on every read, and copying through it calls
+    back into Python; on the hot path that is most of a plain span's cost. So an SDK span's
+    ``BoundedAttributes`` is read in place (its plain dict: reads of it are atomic under the GIL).
+    Any other span, or an SDK whose internals differ, goes through the public property.
+    """
+    raw = getattr(span, "_attributes", None)
+    if type(raw) is dict:
+        return raw
+    inner = getattr(raw, "_dict", None)
+    if type(inner) is dict:
+        return inner
+    return attributes_of(getattr(span, "attributes", None))
 
 
 def attributes_of(attributes: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -174,6 +193,9 @@ def read_call(attributes: Mapping[str, Any], span_name: str) -> ToolCallView | N
 
 def result_of(attributes: Mapping[str, Any]) -> object:
     """The raw result recorded on a span, or ``None``."""
+    result = attributes.get("gen_ai.tool.call.result")
+    if result is not None and result != "":
+        return result
     return _first(attributes, _RESULT)
 
 
@@ -214,6 +236,8 @@ def unknown_tool_name(error: str | None) -> str | None:
 
 def agent_of(attributes: Mapping[str, Any]) -> str | None:
     """The agent id recorded on this span itself."""
+    if _AGENT_KEYS.isdisjoint(attributes):
+        return None  # the usual tool span: its agent is an ancestor's
     return _first_text(attributes, _AGENT)
 
 

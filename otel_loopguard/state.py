@@ -179,7 +179,8 @@ class ScopeState:
         self._append(record)
         if verdict.aborted:
             self.abort = verdict
-        return Decision(verdict, self._should_annotate(finding, cfg), record, intended)
+        annotate = finding is not None and self._should_annotate(finding, cfg)
+        return Decision(verdict, annotate, record, intended)
 
     def _append(self, record: CallRecord) -> None:
         history, counts = self.history, self.counts
@@ -205,9 +206,7 @@ class ScopeState:
                 veto.unknown_tool = record.unknown_tool
                 return
 
-    def _should_annotate(self, finding: Finding | None, cfg: ResolvedConfig) -> bool:
-        if finding is None:
-            return False
+    def _should_annotate(self, finding: Finding, cfg: ResolvedConfig) -> bool:
         verdict = finding.verdict
         if verdict.level != "warning":
             return True
