@@ -167,11 +167,14 @@ class ScopeState:
         self, call: ProposedCall, cfg: ResolvedConfig, call_id: str | None, agent: str | None
     ) -> Decision:
         finding = evaluate(self.history, call, cfg, self.counts)
-        verdict = finding.verdict if finding is not None else OK
+        record = CallRecord(call.tool, call.args_fp, call.is_poll, call_id, agent)
+        if finding is None:  # most calls: nothing fired
+            self._append(record)
+            return Decision(OK, False, record)
+        verdict = finding.verdict
         intended: Verdict | None = None
         if cfg.observe_only and verdict.blocked:
             intended, verdict = verdict, replace(verdict, action="warn")
-        record = CallRecord(call.tool, call.args_fp, call.is_poll, call_id, agent)
         if verdict.blocked:
             record.outcome = "veto"
             if cfg.veto_continues_streak:
@@ -179,8 +182,7 @@ class ScopeState:
         self._append(record)
         if verdict.aborted:
             self.abort = verdict
-        annotate = finding is not None and self._should_annotate(finding, cfg)
-        return Decision(verdict, annotate, record, intended)
+        return Decision(verdict, self._should_annotate(finding, cfg), record, intended)
 
     def _append(self, record: CallRecord) -> None:
         history, counts = self.history, self.counts
@@ -192,7 +194,8 @@ class ScopeState:
             else:
                 del counts[evicted]
         history.append(record)
-        counts[record.args_fp] = counts.get(record.args_fp, 0) + 1
+        fp = record.args_fp
+        counts[fp] = counts.get(fp, 0) + 1
 
     def _continue_streak(self, veto: CallRecord, *, same_args: bool) -> None:
         """A veto counts as one more outcome identical to the newest one it vetoed (§7).
