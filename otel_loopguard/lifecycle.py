@@ -67,17 +67,28 @@ class Lifecycle:
     def started(self, span: Span) -> None:
         parent = span.parent
         local_root = parent is None or parent.is_remote
+        attributes: Mapping[str, Any]
         if not local_root:
             instrumentation = span.instrumentation_scope
             if instrumentation is not None and instrumentation.name in self._pass_through:
                 # An HTTP, database or messaging span inside a trace: never a tool call, and
                 # (a client or a query) a leaf, so nothing needs to inherit through it.
                 return
-        attributes = spans.attribute_map(span)
-        if not local_root and self._keys.isdisjoint(attributes) and not self._names_matter:
-            # The hot path: a span none of whose attributes we read files under its parent.
-            self._file_under_parent(span.context.span_id, parent.span_id)  # type: ignore[union-attr]
-            return
+            attributes = spans.attribute_map(span)
+            if self._keys.isdisjoint(attributes) and not self._names_matter:
+                # The hot path: a span none of whose attributes we read is filed under its
+                # parent's entry, so that its descendants inherit through it. Inline: this runs
+                # for every span of the application.
+                entries = self._entries
+                inherited = entries.get(parent.span_id)  # type: ignore[union-attr]
+                if inherited is not None:
+                    if len(entries) < self._limit:
+                        entries[span.context.span_id] = inherited
+                    else:
+                        self.live.add(span.context.span_id, inherited)  # full: evicts the oldest
+                return
+        else:
+            attributes = spans.attribute_map(span)
         # A snapshot: the application's thread may still be setting attributes on the span.
         attributes = dict(attributes)
         context = span.context
@@ -92,9 +103,10 @@ class Lifecycle:
             scope_key = inherited.scope_key
         else:
             scope_key = trace_scope(context.trace_id)
+        span_id = context.span_id
         live = LiveSpan(
             span,
-            context.span_id,
+            span_id,
             None if parent is None else parent.span_id,
             context.trace_id,
             agent,
@@ -102,13 +114,14 @@ class Lifecycle:
             local_root,
             scope_key=scope_key,
         )
-        self.live.add(context.span_id, live)
+        self.live.add(span_id, live)
         if local_root and scope is None:
             with self.store.lock:
-                self.store.root_started(live.scope_key)
-        if not spans.is_tool_span(attributes, span.name, self._globals):
+                self.store.root_started(scope_key)
+        name = span.name
+        if not spans.is_tool_span(attributes, name, self._globals):
             return
-        view = spans.read_call(attributes, span.name)
+        view = spans.read_call(attributes, name)
         if view is None or not view.has_arguments:
             return  # evaluated at span end, when the instrumentation has set the arguments
         cfg = self.settings.for_agent(agent)
@@ -117,20 +130,11 @@ class Lifecycle:
         call = self.digest.call(view.tool, view.arguments, cfg)
         live.evaluated, live.cfg = call, cfg
         with self.store.lock:
-            state = self.store.get(live.scope_key)
-            decision = state.for_span(context.span_id, call, cfg, view.call_id, agent)
+            state = self.store.get(scope_key)
+            decision = state.for_span(span_id, call, cfg, view.call_id, agent)
         live.verdict, live.state = decision.verdict, state
         if decision.annotate:
             self.annotator.on_live_span(span, mark_of(decision, view.tool))
-
-    def _file_under_parent(self, span_id: int, parent_id: int) -> None:
-        entries = self._entries
-        inherited = entries.get(parent_id)
-        if inherited is not None:
-            if len(entries) < self._limit:
-                entries[span_id] = inherited
-            else:
-                self.live.add(span_id, inherited)  # full: evicts the oldest
 
     def ended(self, span: ReadableSpan) -> Ended:
         """Record an ended span's outcome: the detections too late for it, its entry, whether
@@ -138,21 +142,22 @@ class Lifecycle:
         context = span.context
         if context is None:
             return NOTHING_ENDED
-        entry = self._entries.pop(context.span_id, None)
+        span_id = context.span_id
+        entry = self._entries.pop(span_id, None)
         if entry is None:
             instrumentation = span.instrumentation_scope
             if instrumentation is not None and instrumentation.name in self._pass_through:
                 return NOTHING_ENDED
             own = False
         else:
-            own = entry.span_id == context.span_id
+            own = entry.span_id == span_id
         # An ended span's attributes no longer change: read in place, no snapshot needed.
         attributes = spans.attribute_map(span)
         if self._keys.isdisjoint(attributes) and not self._names_matter:
             if own and entry is not None and entry.local_root and entry.scope is None:
                 with self.store.lock:
                     self.store.root_ended(entry.scope_key)
-            return NO_MARKS, entry, own
+            return NOTHING_ENDED  # no marks: the entry is not needed
         name = span.name
         scope_key = entry.scope_key if entry is not None else trace_scope(context.trace_id)
         marks: Sequence[Mark] = NO_MARKS
@@ -165,7 +170,7 @@ class Lifecycle:
                 # Evaluated while live: its call, agent and config are known.
                 call, cfg, state = entry.evaluated, entry.cfg, entry.state
                 marks = self._outcome(
-                    span, context.span_id, attributes, scope_key, inherited, cfg, call, None, state
+                    span, span_id, attributes, scope_key, inherited, cfg, call, None, state
                 )
             else:
                 view = spans.read_call(attributes, name)
@@ -174,7 +179,7 @@ class Lifecycle:
                 if view is not None and cfg.active:
                     call = self.digest.call(view.tool, view.arguments, cfg)
                     marks = self._outcome(
-                        span, context.span_id, attributes, scope_key, agent, cfg, call, view, None
+                        span, span_id, attributes, scope_key, agent, cfg, call, view, None
                     )
         if own and entry is not None and entry.local_root and entry.scope is None:
             with self.store.lock:

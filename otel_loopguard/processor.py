@@ -28,19 +28,26 @@ class LoopGuardSpanProcessor(SpanProcessor):
                 f"downstream: got {type(downstream).__name__}; allowed: a SpanProcessor or None"
             )
         self.guard = guard
-        self.downstream = downstream
+        self._downstream = downstream
         # Bound once: the per-span path makes no attribute look-ups it can avoid.
         self._started = guard._lifecycle.started
         self._ended = guard._lifecycle.ended
+        self._forward_start = downstream.on_start if downstream is not None else None
+        self._forward_end = downstream.on_end if downstream is not None else None
+
+    @property
+    def downstream(self) -> SpanProcessor | None:
+        """The processor this one passes every span on to (fixed at construction)."""
+        return self._downstream
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         try:
             self._started(span)
         except Exception as exc:
             self.guard._errors.report("on_start", exc)
-        if self.downstream is not None:
+        if self._forward_start is not None:
             try:
-                self.downstream.on_start(span, parent_context=parent_context)
+                self._forward_start(span, parent_context)
             except Exception as exc:
                 self.guard._errors.report("downstream.on_start", exc, ours=False)
 
@@ -62,9 +69,9 @@ class LoopGuardSpanProcessor(SpanProcessor):
         except Exception as exc:
             forward = span
             self.guard._errors.report("on_end", exc)
-        if self.downstream is not None:
+        if self._forward_end is not None:
             try:
-                self.downstream.on_end(forward)
+                self._forward_end(forward)
             except Exception as exc:
                 self.guard._errors.report("downstream.on_end", exc, ours=False)
 

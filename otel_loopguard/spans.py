@@ -90,7 +90,7 @@ def relevant_keys(settings: GlobalSettings) -> frozenset[str]:
     return _KEYS | extra
 
 
-def attribute_map(span: object) -> Mapping[str, Any]:
+def attribute_map(span: Any) -> Mapping[str, Any]:
     """A span's attributes for reading: never mutate the result, it may be the span's own.
 
     The SDK's ``attributes`` property builds a proxy on every read, and copying through it calls
@@ -98,10 +98,10 @@ def attribute_map(span: object) -> Mapping[str, Any]:
     ``BoundedAttributes`` is read in place (its plain dict: reads of it are atomic under the GIL).
     Any other span, or an SDK whose internals differ, goes through the public property.
     """
-    raw = getattr(span, "_attributes", None)
-    if type(raw) is dict:
-        return raw
-    inner = getattr(raw, "_dict", None)
+    try:
+        inner = span._attributes._dict
+    except AttributeError:
+        inner = getattr(span, "_attributes", None)
     if type(inner) is dict:
         return inner
     return attributes_of(getattr(span, "attributes", None))
