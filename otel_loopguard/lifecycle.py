@@ -67,28 +67,27 @@ class Lifecycle:
     def started(self, span: Span) -> None:
         parent = span.parent
         local_root = parent is None or parent.is_remote
-        attributes: Mapping[str, Any]
         if not local_root:
             instrumentation = span.instrumentation_scope
             if instrumentation is not None and instrumentation.name in self._pass_through:
                 # An HTTP, database or messaging span inside a trace: never a tool call, and
                 # (a client or a query) a leaf, so nothing needs to inherit through it.
                 return
-            attributes = spans.attribute_map(span)
-            if self._keys.isdisjoint(attributes) and not self._names_matter:
-                # The hot path: a span none of whose attributes we read is filed under its
-                # parent's entry, so that its descendants inherit through it. Inline: this runs
-                # for every span of the application.
-                entries = self._entries
-                inherited = entries.get(parent.span_id)  # type: ignore[union-attr]
-                if inherited is not None:
-                    if len(entries) < self._limit:
-                        entries[span.context.span_id] = inherited
-                    else:
-                        self.live.add(span.context.span_id, inherited)  # full: evicts the oldest
-                return
-        else:
-            attributes = spans.attribute_map(span)
+        attributes: Mapping[str, Any] = spans.attribute_map(span)
+        if not local_root and self._keys.isdisjoint(attributes) and not self._names_matter:
+            # The hot path: a span none of whose attributes we read is filed under its parent's
+            # entry, so that its descendants inherit through it. Inline, as this runs for every
+            # span of the application; LiveSpans.add evicts when the map is full.
+            entries = self._entries
+            # not a local root, so parent is set
+            inherited = entries.get(parent.span_id)  # type: ignore[union-attr]
+            if inherited is not None:
+                span_id = span.context.span_id
+                if len(entries) < self._limit:
+                    entries[span_id] = inherited
+                else:
+                    self.live.add(span_id, inherited)
+            return
         # A snapshot: the application's thread may still be setting attributes on the span.
         attributes = dict(attributes)
         context = span.context

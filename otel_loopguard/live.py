@@ -81,11 +81,6 @@ class LiveSpans:
         """The span's entry or its nearest tracked ancestor's."""
         return self.entries.get(span_id) if span_id is not None else None
 
-    def own(self, span_id: int) -> LiveSpan | None:
-        """The span's own entry, not an ancestor's."""
-        live = self.entries.get(span_id)
-        return live if live is not None and live.span_id == span_id else None
-
     def pop(self, span_id: int) -> LiveSpan | None:
         return self.entries.pop(span_id, None)
 
