@@ -12,13 +12,14 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry.sdk.trace import ReadableSpan, Span
-from opentelemetry.trace import StatusCode
+from opentelemetry.trace import SpanContext, StatusCode
 
-from . import spans
+from . import sdkspan, spans
 from .annotate import Annotator, Mark
 from .calls import Digester
 from .history import ProposedCall
 from .live import LiveSpan, LiveSpans, trace_scope
+from .sdkspan import IS_REMOTE, SPAN_ID
 from .state import Decision, ScopeState
 from .store import InMemoryStore
 
@@ -57,37 +58,75 @@ class Lifecycle:
         self._names_matter = bool(g.tool_span_names or g.compaction_span_names)
         self._pass_through = g.pass_through_scopes
         self._scoped_by_attribute = g.scope != "trace"
+        self._in_place = sdkspan.IN_PLACE
 
     def read(self, span: object) -> dict[str, Any] | None:
         """A copy of the span's attributes, or ``None`` when it has none that otel-loopguard
         reads."""
-        attributes = spans.attribute_map(span)
+        attributes = sdkspan.attribute_map(span)
         return None if self._keys.isdisjoint(attributes) else dict(attributes)
 
     def started(self, span: Span) -> None:
+        if not self._in_place:
+            return self._started_public(span)
+        # The hot path, for every span of the application, reading its fields in place (see
+        # sdkspan.py): a span inside a trace that is from an HTTP, database or messaging
+        # instrumentation, or has none of the attributes we read, is done with here.
+        raw: Any = span
+        try:
+            parent = raw._parent
+            instrumentation = raw._instrumentation_scope
+            attributes: Mapping[str, Any] = raw._attributes._dict
+            local_root = parent is None or parent[IS_REMOTE]
+        except (AttributeError, TypeError):  # not laid out as the SDK's span
+            return self._started_public(span)
+        if not local_root:
+            if instrumentation is not None and instrumentation._name in self._pass_through:
+                # Never a tool call, and (a client or a query) a leaf: nothing needs to
+                # inherit through it.
+                return None
+            if not self._names_matter and self._keys.isdisjoint(attributes):
+                # Filed under its parent's entry, so that its descendants inherit through it;
+                # LiveSpans.add evicts when the map is full.
+                entries = self._entries
+                inherited = entries.get(parent[SPAN_ID])
+                if inherited is not None:
+                    if len(entries) < self._limit:
+                        entries[raw._context[SPAN_ID]] = inherited
+                    else:
+                        self.live.add(raw._context[SPAN_ID], inherited)
+                return None
+        return self._track(span, parent, local_root, attributes)
+
+    def _started_public(self, span: Span) -> None:
+        """``started`` through the SDK's public accessors: the same steps, slower."""
         parent = span.parent
         local_root = parent is None or parent.is_remote
-        if not local_root:
+        if parent is not None and not local_root:
             instrumentation = span.instrumentation_scope
             if instrumentation is not None and instrumentation.name in self._pass_through:
-                # An HTTP, database or messaging span inside a trace: never a tool call, and
-                # (a client or a query) a leaf, so nothing needs to inherit through it.
                 return
-        attributes: Mapping[str, Any] = spans.attribute_map(span)
-        if not local_root and self._keys.isdisjoint(attributes) and not self._names_matter:
-            # The hot path: a span none of whose attributes we read is filed under its parent's
-            # entry, so that its descendants inherit through it. Inline, as this runs for every
-            # span of the application; LiveSpans.add evicts when the map is full.
-            entries = self._entries
-            # not a local root, so parent is set
-            inherited = entries.get(parent.span_id)  # type: ignore[union-attr]
+        attributes = sdkspan.attribute_map(span)
+        if (
+            parent is not None
+            and not local_root
+            and not self._names_matter
+            and self._keys.isdisjoint(attributes)
+        ):
+            inherited = self._entries.get(parent.span_id)
             if inherited is not None:
-                span_id = span.context.span_id
-                if len(entries) < self._limit:
-                    entries[span_id] = inherited
-                else:
-                    self.live.add(span_id, inherited)
+                self.live.add(span.context.span_id, inherited)
             return
+        self._track(span, parent, local_root, attributes)
+
+    def _track(
+        self,
+        span: Span,
+        parent: SpanContext | None,
+        local_root: bool,
+        attributes: Mapping[str, Any],
+    ) -> None:
+        """A span that may matter: a local root, or one with attributes or a name we read."""
         # A snapshot: the application's thread may still be setting attributes on the span.
         attributes = dict(attributes)
         context = span.context
@@ -138,21 +177,31 @@ class Lifecycle:
     def ended(self, span: ReadableSpan) -> Ended:
         """Record an ended span's outcome: the detections too late for it, its entry, whether
         that entry is its own (else an ancestor's)."""
-        context = span.context
-        if context is None:
-            return NOTHING_ENDED
-        span_id = context.span_id
+        span_id: int | None = None
+        if self._in_place:
+            raw: Any = span  # read in place (see sdkspan.py)
+            try:
+                span_id = raw._context[SPAN_ID]
+                instrumentation = raw._instrumentation_scope
+                attributes: Mapping[str, Any] = raw._attributes._dict
+            except (AttributeError, TypeError):  # not laid out as the SDK's span, or no context
+                span_id = None
+        if span_id is None:
+            context = span.context
+            if context is None:
+                return NOTHING_ENDED
+            span_id = context.span_id
+            instrumentation = span.instrumentation_scope
+            # An ended span's attributes no longer change: no snapshot needed.
+            attributes = sdkspan.attribute_map(span)
         entry = self._entries.pop(span_id, None)
         if entry is None:
-            instrumentation = span.instrumentation_scope
             if instrumentation is not None and instrumentation.name in self._pass_through:
                 return NOTHING_ENDED
             own = False
         else:
             own = entry.span_id == span_id
-        # An ended span's attributes no longer change: read in place, no snapshot needed.
-        attributes = spans.attribute_map(span)
-        if self._keys.isdisjoint(attributes) and not self._names_matter:
+        if not self._names_matter and self._keys.isdisjoint(attributes):
             if own and entry is not None and entry.local_root and entry.scope is None:
                 with self.store.lock:
                     self.store.root_ended(entry.scope_key)

@@ -1,7 +1,7 @@
 """Reading tool-call spans across conventions: OTel GenAI, OpenInference, OpenLLMetry (§2.1).
 
-A span's attributes are read in place (:func:`attribute_map`: the SDK span's own dict, no proxy
-and no copy), and a span with none of the keys of :func:`relevant_keys` goes no further. The
+A span's attributes arrive as a mapping (``sdkspan.attribute_map``: the SDK span's own dict, no
+proxy and no copy), and a span with none of the keys of :func:`relevant_keys` goes no further. The
 functions here take that mapping, the span's name, status and events, and never raise on odd
 values.
 """
@@ -16,11 +16,8 @@ from .resolve import GlobalSettings
 
 __all__ = [
     "COMPACTION_ATTRIBUTE",
-    "NOTHING",
     "ToolCallView",
     "agent_of",
-    "attribute_map",
-    "attributes_of",
     "error_of",
     "is_compaction",
     "is_tool_span",
@@ -60,8 +57,6 @@ _KEYS = frozenset(
         COMPACTION_ATTRIBUTE,
     )
 )
-NOTHING: dict[str, Any] = {}
-"""No attributes (shared: never mutate it)."""
 
 _UNKNOWN = (
     re.compile(r"unknown tool(?: name)?\s*[:=]?\s*[`'\"]?([\w.\-/]+)", re.IGNORECASE),
@@ -88,35 +83,6 @@ def relevant_keys(settings: GlobalSettings) -> frozenset[str]:
     if settings.scope.startswith("attribute:"):
         extra.add(settings.scope.removeprefix("attribute:"))
     return _KEYS | extra
-
-
-def attribute_map(span: Any) -> Mapping[str, Any]:
-    """A span's attributes for reading: never mutate the result, it may be the span's own.
-
-    The SDK's ``attributes`` property builds a proxy on every read, and copying through it calls
-    back into Python; on the hot path that is most of a plain span's cost. So an SDK span's
-    ``BoundedAttributes`` is read in place (its plain dict: reads of it are atomic under the GIL).
-    Any other span, or an SDK whose internals differ, goes through the public property.
-    """
-    try:
-        inner = span._attributes._dict
-    except AttributeError:
-        inner = getattr(span, "_attributes", None)
-    if type(inner) is dict:
-        return inner
-    return attributes_of(getattr(span, "attributes", None))
-
-
-def attributes_of(attributes: Mapping[str, Any] | None) -> dict[str, Any]:
-    """A span's attributes as a plain dict: the SDK's mapping copies itself in C."""
-    if attributes is None:
-        return NOTHING
-    copy = getattr(attributes, "copy", None)
-    if copy is not None:
-        copied = copy()
-        if isinstance(copied, dict):
-            return copied
-    return dict(attributes)
 
 
 def _first(attributes: Mapping[str, Any], keys: Sequence[str]) -> object:
