@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field, replace
-from typing import NamedTuple
 
 from .calls import OutcomeDigest
 from .compaction import CompactionGuard
@@ -23,12 +22,13 @@ MAX_OPEN_ASKS = 64
 MAX_OPEN_SPANS = 4096
 
 
-class Decision(NamedTuple):
+@dataclass(slots=True)
+class Decision:
     """The verdict on one call, and whether this evaluation is to be annotated (§4.5).
 
     ``intended`` is, in observe-only mode, what would have been enforced; ``new`` is false when
-    the verdict was adopted from an earlier evaluation point. A named tuple: several are made
-    per tool span, on the hot path.
+    the verdict was adopted from an earlier evaluation point. Never changed once made (not
+    frozen only because a frozen dataclass is four times slower to make, on the hot path).
     """
 
     verdict: Verdict
@@ -74,7 +74,7 @@ class ScopeState:
             return self._aborted()
         match = self._find_ask(call, call_id, pop=False)
         if match is not None:
-            return match.decision._replace(new=False, annotate=False)
+            return replace(match.decision, new=False, annotate=False)
         decision = self._propose(call, cfg, call_id, agent)
         self.asks.append(_Ask(call, call_id, decision))
         if len(self.asks) > MAX_OPEN_ASKS:
@@ -96,7 +96,7 @@ class ScopeState:
         match = self._find_ask(call, call_id, pop=True) if self.asks else None
         if match is not None:
             # Adopted: the span gets the annotation the ask could not place on a span.
-            decision = match.decision._replace(new=False)
+            decision = replace(match.decision, new=False)
         elif self.abort is not None:
             decision = self._aborted()
         else:
