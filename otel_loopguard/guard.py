@@ -11,7 +11,7 @@ from . import spans
 from .annotate import Annotator
 from .config import LoopGuardConfig
 from .lifecycle import Lifecycle, mark_of
-from .live import trace_scope
+from .live import DEFAULT_SCOPE, trace_scope
 from .loading import ConfigSource, load_config
 from .resolve import ResolvedConfig, Settings, resolve
 from .safety import InternalErrors
@@ -22,9 +22,6 @@ from .verdict import OK, Verdict, exception_for
 __all__ = ["LoopGuard"]
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-DEFAULT_SCOPE = "default"
-"""The scope of calls made outside any trace, when no scope is given."""
 
 
 class LoopGuard:

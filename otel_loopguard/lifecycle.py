@@ -1,8 +1,11 @@
 """What happens at a span's start and end (§5.1): the processor's work, kept off the hot path.
 
-A span of an HTTP, database or messaging instrumentation costs a set look-up at start and at
-end; any other span without an attribute otel-loopguard reads, one copy of its attributes at
-start and at end and a dictionary insert and pop. Neither takes the lock.
+Most spans of an application are settled by the processor's glance (``Lifecycle.glance``): a
+span inside a trace that is of an HTTP, database or messaging instrumentation, or has none of
+the attributes otel-loopguard reads, costs a few reads in place and a set look-up, takes no lock
+and allocates nothing. Such a span is filed under its parent's entry only when something can
+inherit through it: per-agent configs, a conversation or attribute scope, or a processor without
+``downstream`` (which annotates the nearest live ancestor).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from . import sdkspan, spans
 from .annotate import Annotator, Mark
 from .calls import Digester
 from .history import ProposedCall
-from .live import LiveSpan, LiveSpans, trace_scope
+from .live import DEFAULT_SCOPE, LiveSpan, LiveSpans, trace_scope
 from .sdkspan import IS_REMOTE, SPAN_ID
 from .state import Decision, ScopeState
 from .store import InMemoryStore
@@ -48,23 +51,39 @@ class Lifecycle:
         self.annotator = annotator
         self.live = LiveSpans()
         # The hot path reads and writes the live map directly, bounded as LiveSpans.add is.
-        self._entries = self.live.entries
+        self.entries = self.live.entries
         self._limit = self.live.limit
         self.digest = Digester()
         g = settings.globals
         self._globals = g
-        self._keys = spans.relevant_keys(g)
+        self.keys = spans.relevant_keys(g)
         # Decided once: whether a span with none of our attributes can still matter by name.
         self._names_matter = bool(g.tool_span_names or g.compaction_span_names)
-        self._pass_through = g.pass_through_scopes
+        self.pass_through = g.pass_through_scopes
         self._scoped_by_attribute = g.scope != "trace"
         self._in_place = sdkspan.IN_PLACE
+        # Decided once: whether anything can inherit through a span with none of our attributes
+        # (see keep_ancestry). With one agent config and the trace as scope, nothing does.
+        self._inherit = bool(settings.agents) or self._scoped_by_attribute
+        self.glance = self._glance_settles()
+        """Whether the processor may settle a span inside a trace with a glance, before calling
+        ``started`` or ``ended``: the span is read in place, and is done with when it is of a
+        ``pass_through`` instrumentation, or has none of ``keys`` and (at its end) no entry."""
+
+    def _glance_settles(self) -> bool:
+        return self._in_place and not self._names_matter and not self._inherit
+
+    def keep_ancestry(self) -> None:
+        """File every span under its parent's entry, so that an ended span's nearest live
+        ancestor can be found: a processor without ``downstream`` annotates it."""
+        self._inherit = True
+        self.glance = self._glance_settles()
 
     def read(self, span: object) -> dict[str, Any] | None:
         """A copy of the span's attributes, or ``None`` when it has none that otel-loopguard
         reads."""
         attributes = sdkspan.attribute_map(span)
-        return None if self._keys.isdisjoint(attributes) else dict(attributes)
+        return None if self.keys.isdisjoint(attributes) else dict(attributes)
 
     def started(self, span: Span) -> None:
         if not self._in_place:
@@ -75,28 +94,32 @@ class Lifecycle:
         raw: Any = span
         try:
             parent = raw._parent
-            instrumentation = raw._instrumentation_scope
             attributes: Mapping[str, Any] = raw._attributes._dict
             local_root = parent is None or parent[IS_REMOTE]
+            if not local_root:
+                instrumentation = raw._instrumentation_scope
+                if instrumentation is not None and instrumentation._name in self.pass_through:
+                    # Never a tool call, and (a client or a query) a leaf: nothing needs to
+                    # inherit through it.
+                    return None
+                if not self._names_matter and self.keys.isdisjoint(attributes):
+                    if self._inherit:
+                        self._file_under_parent(raw._context[SPAN_ID], parent[SPAN_ID])
+                    return None
         except (AttributeError, TypeError):  # not laid out as the SDK's span
             return self._started_public(span)
-        if not local_root:
-            if instrumentation is not None and instrumentation._name in self._pass_through:
-                # Never a tool call, and (a client or a query) a leaf: nothing needs to
-                # inherit through it.
-                return None
-            if not self._names_matter and self._keys.isdisjoint(attributes):
-                # Filed under its parent's entry, so that its descendants inherit through it;
-                # LiveSpans.add evicts when the map is full.
-                entries = self._entries
-                inherited = entries.get(parent[SPAN_ID])
-                if inherited is not None:
-                    if len(entries) < self._limit:
-                        entries[raw._context[SPAN_ID]] = inherited
-                    else:
-                        self.live.add(raw._context[SPAN_ID], inherited)
-                return None
         return self._track(span, parent, local_root, attributes)
+
+    def _file_under_parent(self, span_id: int, parent_id: int) -> None:
+        """Enter a plain span under its parent's entry, so that its descendants inherit through
+        it (agent, scope, the nearest live ancestor)."""
+        entries = self.entries
+        inherited = entries.get(parent_id)
+        if inherited is not None:
+            if len(entries) < self._limit:
+                entries[span_id] = inherited
+            else:
+                self.live.add(span_id, inherited)  # evicts: the map is full
 
     def _started_public(self, span: Span) -> None:
         """``started`` through the SDK's public accessors: the same steps, slower."""
@@ -104,18 +127,17 @@ class Lifecycle:
         local_root = parent is None or parent.is_remote
         if parent is not None and not local_root:
             instrumentation = span.instrumentation_scope
-            if instrumentation is not None and instrumentation.name in self._pass_through:
+            if instrumentation is not None and instrumentation.name in self.pass_through:
                 return
         attributes = sdkspan.attribute_map(span)
         if (
             parent is not None
             and not local_root
             and not self._names_matter
-            and self._keys.isdisjoint(attributes)
+            and self.keys.isdisjoint(attributes)
         ):
-            inherited = self._entries.get(parent.span_id)
-            if inherited is not None:
-                self.live.add(span.context.span_id, inherited)
+            if self._inherit:
+                self._file_under_parent(span.context.span_id, parent.span_id)
             return
         self._track(span, parent, local_root, attributes)
 
@@ -130,7 +152,7 @@ class Lifecycle:
         # A snapshot: the application's thread may still be setting attributes on the span.
         attributes = dict(attributes)
         context = span.context
-        inherited = None if local_root or parent is None else self._entries.get(parent.span_id)
+        inherited = None if local_root or parent is None else self.entries.get(parent.span_id)
         agent = spans.agent_of(attributes) or (inherited.agent if inherited else None)
         scope = inherited.scope if inherited else None
         if self._scoped_by_attribute:
@@ -194,20 +216,24 @@ class Lifecycle:
             instrumentation = span.instrumentation_scope
             # An ended span's attributes no longer change: no snapshot needed.
             attributes = sdkspan.attribute_map(span)
-        entry = self._entries.pop(span_id, None)
+        entry = self.entries.pop(span_id, None)
         if entry is None:
-            if instrumentation is not None and instrumentation.name in self._pass_through:
+            if instrumentation is not None and instrumentation.name in self.pass_through:
                 return NOTHING_ENDED
             own = False
         else:
             own = entry.span_id == span_id
-        if not self._names_matter and self._keys.isdisjoint(attributes):
+        if not self._names_matter and self.keys.isdisjoint(attributes):
             if own and entry is not None and entry.local_root and entry.scope is None:
                 with self.store.lock:
                     self.store.root_ended(entry.scope_key)
             return NOTHING_ENDED  # no marks: the entry is not needed
         name = span.name
-        scope_key = entry.scope_key if entry is not None else trace_scope(context.trace_id)
+        if entry is not None:
+            scope_key = entry.scope_key
+        else:  # not tracked at its start: none of our attributes then, or the map was full
+            context = span.context
+            scope_key = trace_scope(context.trace_id) if context is not None else DEFAULT_SCOPE
         marks: Sequence[Mark] = NO_MARKS
         if spans.is_compaction(attributes, name, self._globals):
             with self.store.lock:

@@ -1,8 +1,8 @@
 """The spans a processor has seen start and not yet end: their scope, agent and ancestry.
 
 Plain dictionary operations only (atomic under the GIL), so the non-tool hot path takes no lock
-and allocates nothing: a span with no GenAI attributes is entered under its parent's entry, which
-already carries the agent and scope it inherits.
+and allocates nothing: where something can inherit through it, a span with no GenAI attributes
+is entered under its parent's entry, which already carries the agent and scope it inherits.
 """
 
 from __future__ import annotations
@@ -18,12 +18,15 @@ from .resolve import ResolvedConfig
 from .state import ScopeState
 from .verdict import Verdict
 
-__all__ = ["LiveSpan", "LiveSpans", "trace_scope"]
+__all__ = ["DEFAULT_SCOPE", "LiveSpan", "LiveSpans", "trace_scope"]
 
 _LIVE: weakref.WeakSet[LiveSpans] = weakref.WeakSet()
 """Every live-span map in this process: a forked child clears them (its parent's spans)."""
 
 MAX_LIVE_SPANS = 1 << 16
+
+DEFAULT_SCOPE = "default"
+"""The scope of calls made outside any trace, when no scope is given."""
 
 
 def trace_scope(trace_id: int) -> str:

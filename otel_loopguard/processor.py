@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
-from .annotate import EVENT_NAME, enriched_copy, event_attributes
+from .annotate import EVENT_NAME, Mark, enriched_copy, event_attributes
 from .guard import LoopGuard
+from .live import LiveSpan
+from .sdkspan import IS_REMOTE, SPAN_ID
 
 __all__ = ["LoopGuardSpanProcessor"]
 
@@ -29,9 +34,11 @@ class LoopGuardSpanProcessor(SpanProcessor):
             )
         self.guard = guard
         self._downstream = downstream
+        if downstream is None:
+            # Late detections go on the nearest live ancestor: the guard must keep ancestry.
+            guard._lifecycle.keep_ancestry()
         # Bound once: the per-span path makes no attribute look-ups it can avoid.
-        self._started = guard._lifecycle.started
-        self._ended = guard._lifecycle.ended
+        self._lifecycle = guard._lifecycle
         self._forward_start = downstream.on_start if downstream is not None else None
         self._forward_end = downstream.on_end if downstream is not None else None
 
@@ -41,8 +48,26 @@ class LoopGuardSpanProcessor(SpanProcessor):
         return self._downstream
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        lifecycle = self._lifecycle
         try:
-            self._started(span)
+            raw: Any = span
+            # Inline, for it runs for every span of the application: a glance settles a span
+            # inside a trace that is of an HTTP, database or messaging instrumentation or has
+            # none of the attributes we read (Lifecycle.glance).
+            try:
+                settled = (
+                    lifecycle.glance
+                    and (parent := raw._parent) is not None
+                    and not parent[IS_REMOTE]
+                    and (
+                        raw._instrumentation_scope._name in lifecycle.pass_through
+                        or lifecycle.keys.isdisjoint(raw._attributes._dict)
+                    )
+                )
+            except (AttributeError, TypeError):  # not laid out as the SDK's span
+                settled = False
+            if not settled:
+                lifecycle.started(span)
         except Exception as exc:
             self.guard._errors.report("on_start", exc)
         if self._forward_start is not None:
@@ -53,19 +78,23 @@ class LoopGuardSpanProcessor(SpanProcessor):
 
     def on_end(self, span: ReadableSpan) -> None:
         forward = span
+        lifecycle = self._lifecycle
         try:
-            marks, entry, own = self._ended(span)
-            if marks:
-                if self.downstream is not None:
-                    forward = enriched_copy(span, marks)
-                else:
-                    ancestor = self.guard._live.nearest_live_ancestor(entry, own)
-                    for mark in marks:
-                        if ancestor is not None:
-                            ancestor.add_event(EVENT_NAME, event_attributes(mark))
-                for mark in marks:
-                    if mark.signal and span.context is not None:
-                        self.guard._annotator.signal(mark, span.context)
+            raw: Any = span
+            # The glance of on_start, and the span has no entry: it was settled at its start.
+            try:
+                settled = (
+                    lifecycle.glance
+                    and raw._context[SPAN_ID] not in lifecycle.entries
+                    and (
+                        raw._instrumentation_scope._name in lifecycle.pass_through
+                        or lifecycle.keys.isdisjoint(raw._attributes._dict)
+                    )
+                )
+            except (AttributeError, TypeError):  # not laid out as the SDK's span
+                settled = False
+            if not settled:
+                forward = self._annotated(span, *lifecycle.ended(span))
         except Exception as exc:
             forward = span
             self.guard._errors.report("on_end", exc)
@@ -74,6 +103,26 @@ class LoopGuardSpanProcessor(SpanProcessor):
                 self._forward_end(forward)
             except Exception as exc:
                 self.guard._errors.report("downstream.on_end", exc, ours=False)
+
+    def _annotated(
+        self, span: ReadableSpan, marks: Sequence[Mark], entry: LiveSpan | None, own: bool
+    ) -> ReadableSpan:
+        """The span to pass on: with ``downstream``, an enriched copy when detections came too
+        late for the live span; without it, they go on the nearest live ancestor."""
+        if not marks:
+            return span
+        forward = span
+        if self._downstream is not None:
+            forward = enriched_copy(span, marks)
+        else:
+            ancestor = self.guard._live.nearest_live_ancestor(entry, own)
+            for mark in marks:
+                if ancestor is not None:
+                    ancestor.add_event(EVENT_NAME, event_attributes(mark))
+        for mark in marks:
+            if mark.signal and span.context is not None:
+                self.guard._annotator.signal(mark, span.context)
+        return forward
 
     def shutdown(self) -> None:
         if self.downstream is not None:

@@ -189,6 +189,19 @@ def test_conversation_scope_spans_traces() -> None:
     assert events(r.spans("execute_tool read_file")[10])[0]["loopguard.count"] == 10
 
 
+def test_the_conversation_is_inherited_through_spans_without_attributes() -> None:
+    r = rig({"enabled": True, "scope": "conversation"})
+    for _ in range(2):
+        with (
+            r.tracer.start_as_current_span("agent", attributes={"gen_ai.conversation.id": "c-1"}),
+            r.tracer.start_as_current_span("step"),
+            r.tracer.start_as_current_span("retry"),
+        ):
+            for _ in range(6):
+                tool_span(r.tracer, "read_file", {"path": "a"}, "same")
+    assert events(r.spans("execute_tool read_file")[10])[0]["loopguard.count"] == 10
+
+
 # -- evaluation points ------------------------------------------------------------------------
 
 
@@ -265,6 +278,15 @@ def test_late_detection_without_downstream_goes_on_the_nearest_live_ancestor() -
             tool_span(r.tracer, "read_file", {"path": "a"}, "same", late=True)
     agent = r.spans("agent")[0]
     assert [e["loopguard.count"] for e in events(agent)] == [10]
+    assert not any(events(s) for s in r.spans("execute_tool read_file"))
+
+
+def test_late_detection_without_downstream_reaches_an_ancestor_through_plain_spans() -> None:
+    r = rig(ON, downstream=False)
+    with r.tracer.start_as_current_span("agent"), r.tracer.start_as_current_span("step"):
+        for _ in range(11):
+            tool_span(r.tracer, "read_file", {"path": "a"}, "same", late=True)
+    assert [e["loopguard.count"] for e in events(r.spans("agent")[0])] == [10]
     assert not any(events(s) for s in r.spans("execute_tool read_file"))
 
 
