@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import itertools
 import json
 import statistics
 import time
@@ -92,19 +93,10 @@ def provider(guarded: bool, kind: str = "floor") -> tuple[TracerProvider, LoopGu
 
 # -- workloads ---------------------------------------------------------------------------------
 
-ARGS = [
-    {"path": f"src/module_{i}.py", "encoding": "utf-8", "lines": [1, 200], "pad": "x" * 120}
-    for i in range(64)
-]
-RESULTS = [
-    {
-        "path": f"src/module_{i}.py",
-        "size": 2048,
-        "request_id": f"req-{i}",
-        "lines": [f"line {n}: def function_{i}_{n}(): return {n}" for n in range(50)],
-    }
-    for i in range(64)
-]
+PAD = "x" * 120
+LINES = [f"line {n}: def function_{n}(): return {n}  # a line of the file read" for n in range(30)]
+CALLS = itertools.count()
+"""Numbers the tool calls of the whole run: no text recurs across rounds."""
 HTTP = {
     "http.request.method": "GET",
     "url.full": "https://api.example.test/v1/items?page=2",
@@ -137,24 +129,29 @@ def plain_spans(instrumentation: str) -> Callable[[LoopGuard | None], Work]:
 def tool_spans(guard: LoopGuard | None) -> Work:
     """GenAI tool spans: ~200-byte JSON arguments, 2 KB result, ``guard.check()`` in the tool.
 
-    One call in three repeats the call three before it (same arguments, same result); the rest
-    are distinct: a mix of a healthy run and a looping one.
+    Two calls in three are new (arguments and result never seen before, as in a healthy run);
+    the third repeats the call before it (same arguments, same result but for its volatile
+    ``request_id``, as in a loop). The tool builds its result and the instrumentation serialises
+    arguments and result to JSON, as GenAI instrumentations do; no text recurs in the run.
     """
 
     def run(tp: TracerProvider, n: int) -> None:
         tracer = tp.get_tracer("my_agent")
-        for i in range(n):
-            k = (i - 3) % 64 if i % 3 == 0 else i % 64
+        for _ in range(n):
+            i = next(CALLS)
+            k = i - 1 if i % 3 == 2 else i
+            args = {"path": f"src/module_{k}.py", "encoding": "utf-8", "lines": [1, 200]}
             attributes = {
                 "gen_ai.operation.name": "execute_tool",
                 "gen_ai.tool.name": "read_file",
                 "gen_ai.tool.call.id": f"call_{i}",
-                "gen_ai.tool.call.arguments": json.dumps(ARGS[k]),
+                "gen_ai.tool.call.arguments": json.dumps({**args, "pad": PAD}),
             }
             with tracer.start_as_current_span("execute_tool read_file", attributes=attributes) as s:
                 if guard is not None:
                     guard.check()
-                s.set_attribute("gen_ai.tool.call.result", json.dumps(RESULTS[k]))
+                result = {"path": args["path"], "request_id": f"req-{i}", "lines": LINES}
+                s.set_attribute("gen_ai.tool.call.result", json.dumps(result))
 
     return run
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import TypeVar
 
 from . import fingerprint as fp
 from .history import Outcome, ProposedCall
@@ -23,9 +22,6 @@ class OutcomeDigest:
     unknown_tool: str | None
     outcome: Outcome
 
-
-K = TypeVar("K")
-V = TypeVar("V")
 
 _EMPTY = OutcomeDigest(None, None, "empty")
 
@@ -48,26 +44,24 @@ def digest_outcome(
         return _EMPTY
     if isinstance(result, str):
         result = strip_messages(result)
-    key = fp.result_key(
-        fp.normalise(result), cfg.volatile_keys, exec_style=is_poll, pattern=cfg.volatile_re
-    )
+    key = fp.result_key(result, cfg.volatile_keys, exec_style=is_poll, text=cfg.result_text)
     return OutcomeDigest(key, None, "ok")
 
 
 class Digester:
-    """``digest_call`` and ``digest_outcome`` for one guard, remembering recent texts' keys.
+    """``digest_call`` for one guard, remembering recent argument texts.
 
-    Loops repeat the same argument and result texts, and parsing them again (2 KB of JSON) is
-    the hot path's largest cost. The memory maps the text's length and ``hash()`` to its key:
-    never the text itself. ``hash()`` is per process, and so is this memory, which is never
-    shared or kept; the fingerprints themselves are BLAKE2b. Bounded; plain dict operations,
-    atomic under the GIL.
+    Loops repeat the same argument texts, and parsing and re-encoding them is most of a call's
+    cost. The memory maps the text's length and ``hash()`` to its key: never the text itself.
+    ``hash()`` is per process, and so is this memory, which is never shared or kept; the
+    fingerprints themselves are SHA-256. Results are not remembered: most carry an id or a
+    timestamp that differs on every call, and a JSON result text is read in one scan anyway.
+    Bounded (emptied when full); plain dict operations, atomic under the GIL.
     """
 
     def __init__(self, size: int = 4096) -> None:
         self._size = size
         self._calls: dict[tuple[int, str, int, int], ProposedCall] = {}
-        self._results: dict[tuple[int, bool, int, int], OutcomeDigest] = {}
 
     def call(self, tool: str, args: object, cfg: ResolvedConfig) -> ProposedCall:
         if not isinstance(args, str):
@@ -77,22 +71,9 @@ class Digester:
         call = self._calls.get(key)
         if call is None:
             call = digest_call(tool, args, cfg)
-            self._remember(self._calls, key, call)
+            if len(self._calls) >= self._size:
+                # Emptied rather than trimmed: popping the oldest of a dict, again and again,
+                # makes each pop walk the holes the earlier ones left.
+                self._calls.clear()
+            self._calls[key] = call
         return call
-
-    def outcome(
-        self, is_poll: bool, result: object, error: str | None, cfg: ResolvedConfig
-    ) -> OutcomeDigest:
-        if error is not None or not isinstance(result, str):
-            return digest_outcome(is_poll, result, error, cfg)
-        key = (id(cfg), is_poll, len(result), hash(result))
-        found = self._results.get(key)
-        if found is None:
-            found = digest_outcome(is_poll, result, None, cfg)
-            self._remember(self._results, key, found)
-        return found
-
-    def _remember(self, memory: dict[K, V], key: K, value: V) -> None:
-        if len(memory) >= self._size:
-            memory.pop(next(iter(memory), key), None)
-        memory[key] = value

@@ -19,7 +19,7 @@ from opentelemetry.trace import SpanContext, StatusCode
 
 from . import sdkspan, spans
 from .annotate import Annotator, Mark
-from .calls import Digester
+from .calls import Digester, digest_outcome
 from .history import ProposedCall
 from .live import DEFAULT_SCOPE, LiveSpan, LiveSpans, trace_scope
 from .sdkspan import IS_REMOTE, SPAN_ID
@@ -283,7 +283,7 @@ class Lifecycle:
             if failed or "error.type" in attributes
             else None
         )
-        result = self.digest.outcome(call.is_poll, spans.result_of(attributes), error, cfg)
+        result = digest_outcome(call.is_poll, spans.result_of(attributes), error, cfg)
         late: Decision | None = None
         with self.store.lock:
             if state is None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .config import DetectorToggles, LoopDetectionConfig, LoopGuardConfig
-from .fingerprint import volatile_pattern
+from .fingerprint import ResultText, result_text
 from .messages import WARNING_KEY
 
 __all__ = ["GlobalSettings", "PollRule", "ResolvedConfig", "Settings", "resolve"]
@@ -96,8 +96,8 @@ class ResolvedConfig:
     veto_continues_streak: bool = True
     breaker_aborts: bool = True
     warnings_to_model: bool = True
-    volatile_re: re.Pattern[str] | None = None
-    """Finds a volatile key in JSON text, so results without one skip the walk."""
+    result_text: ResultText | None = None
+    """Reads JSON result texts under ``volatile_keys`` (``None``: results are always parsed)."""
 
     rolling_enabled: bool = field(init=False)
     """The rolling-history detectors run only when ``enabled`` is ``true`` (§3.5)."""
@@ -278,7 +278,7 @@ def _normalise(block: LoopDetectionConfig, label: str) -> ResolvedConfig:
             )
         ),
         volatile_keys=volatile,
-        volatile_re=volatile_pattern(volatile),
+        result_text=result_text(volatile),
         veto_continues_streak=_pick(block.veto_continues_streak, defaults.veto_continues_streak),
         breaker_aborts=_pick(block.breaker_aborts, defaults.breaker_aborts),
         warnings_to_model=_pick(block.warnings_to_model, defaults.warnings_to_model),

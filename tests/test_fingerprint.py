@@ -122,6 +122,38 @@ def test_volatile_keys_are_removed_at_any_depth() -> None:
     assert rfp(one) != rfp(two)
 
 
+def test_volatile_values_in_json_text_are_ignored_at_any_depth() -> None:
+    volatile = frozenset({"request_id", "timestamp"})
+    one = '{"items": [{"name": "a", "timestamp": 1}], "request_id": "r1"}'
+    two = '{"items": [{"name": "a", "timestamp": 2.5e3}], "request_id": "r\\"2"}'
+    assert rfp(one, volatile) == rfp(two, volatile)
+    assert rfp(one) != rfp(two)
+    assert rfp(one, volatile) != rfp(one.replace('"a"', '"b"'), volatile)
+
+
+def test_a_volatile_key_holding_an_object_in_json_text_is_removed_too() -> None:
+    volatile = frozenset({"meta"})
+    one = '{"data": 1, "meta": {"at": 1, "host": "x"}}'
+    two = '{"data": 1, "meta": {"at": 2}}'
+    assert rfp(one, volatile) == rfp(two, volatile)
+    assert rfp(one, volatile) != rfp('{"data": 2, "meta": {"at": 1}}', volatile)
+
+
+def test_a_volatile_key_quoted_inside_a_string_value_is_not_a_key() -> None:
+    volatile = frozenset({"id"})
+    one = '{"note": "the \\"id\\": 1 is old"}'
+    two = '{"note": "the \\"id\\": 2 is old"}'
+    assert json.loads(one) != json.loads(two)
+    assert rfp(one, volatile) != rfp(two, volatile)
+
+
+def test_an_exec_style_json_text_is_reduced_as_its_value_is() -> None:
+    one = {"status": "done", "exitCode": 0, "output": "ok", "durationMs": 10}
+    two = {"status": "done", "exitCode": 0, "output": "ok", "durationMs": 99}
+    assert rfp(json.dumps(one)) == rfp(json.dumps(two))
+    assert rfp(json.dumps(one)) != rfp(json.dumps({**one, "output": "changed"}))
+
+
 def test_exec_style_results_hash_only_status_exit_code_and_output() -> None:
     one = {"status": "done", "exitCode": 0, "output": "ok", "durationMs": 10, "pid": 1}
     two = {"status": "done", "exitCode": 0, "output": "ok", "durationMs": 99, "pid": 2, "cwd": "/x"}

@@ -171,6 +171,25 @@ def test_the_agent_is_found_on_an_ancestor_span() -> None:
     assert not any(events(s) for s in tools[9:])
 
 
+def test_json_results_that_differ_only_in_volatile_ids_are_identical_outcomes() -> None:
+    r = rig(ON)
+    with r.tracer.start_as_current_span("agent"):
+        for i in range(21):
+            result = json.dumps({"text": "same", "meta": {"request_id": f"req-{i}", "ts": i}})
+            tool_span(r.tracer, "read_file", {"path": "a"}, result)
+    assert r.spans("execute_tool read_file")[20].attributes["loopguard.blocked"] is True
+
+
+def test_json_results_that_keep_changing_are_progress() -> None:
+    r = rig(ON)
+    with r.tracer.start_as_current_span("agent"):
+        for i in range(21):
+            tool_span(r.tracer, "read_file", {"path": "a"}, json.dumps({"text": f"line {i}"}))
+    last = r.spans("execute_tool read_file")[20]
+    assert "loopguard.blocked" not in (last.attributes or {})
+    assert events(last)[0]["loopguard.level"] == "warning"
+
+
 def test_history_is_kept_per_trace_by_default() -> None:
     r = rig(ON)
     for _ in range(6):
