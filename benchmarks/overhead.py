@@ -94,6 +94,7 @@ def provider(guarded: bool, kind: str = "floor") -> tuple[TracerProvider, LoopGu
 # -- workloads ---------------------------------------------------------------------------------
 
 PAD = "x" * 120
+DESCRIPTION = "Read a text file of the workspace and return its lines, with the line numbers."
 LINES = [f"line {n}: def function_{n}(): return {n}  # a line of the file read" for n in range(30)]
 CALLS = itertools.count()
 """Numbers the tool calls of the whole run: no text recurs across rounds."""
@@ -127,7 +128,8 @@ def plain_spans(instrumentation: str) -> Callable[[LoopGuard | None], Work]:
 
 
 def tool_spans(guard: LoopGuard | None) -> Work:
-    """GenAI tool spans: ~200-byte JSON arguments, 2 KB result, ``guard.check()`` in the tool.
+    """GenAI tool spans: ~200-byte JSON arguments, 2 KB result, ``guard.check()`` in the tool;
+    the attributes the GenAI conventions give an ``execute_tool`` span.
 
     Two calls in three are new (arguments and result never seen before, as in a healthy run);
     the third repeats the call before it (same arguments, same result but for its volatile
@@ -144,6 +146,8 @@ def tool_spans(guard: LoopGuard | None) -> Work:
             attributes = {
                 "gen_ai.operation.name": "execute_tool",
                 "gen_ai.tool.name": "read_file",
+                "gen_ai.tool.type": "function",
+                "gen_ai.tool.description": DESCRIPTION,
                 "gen_ai.tool.call.id": f"call_{i}",
                 "gen_ai.tool.call.arguments": json.dumps({**args, "pad": PAD}),
             }

@@ -65,6 +65,8 @@ def _encoder() -> Callable[[object], str]:
 _ENCODE = _encoder()
 ARGS, RESULT, ERROR = b"args\0", b"result\0", b"error\0"
 """What a digest is of: never equal for an argument, a result and an error of the same bytes."""
+_TEXT_RESULT = sha256(RESULT + b"t")
+"""The digest state after a result text's domain (see _text_result_key)."""
 
 
 class _TooDeepError(Exception):
@@ -110,7 +112,8 @@ def _parse(value: object) -> Normal:
         except UnicodeDecodeError:
             return Normal(raw)
     if isinstance(value, str):
-        text = value.strip()
+        # Stripped (a copy) only when it has to be: the parser skips whitespace itself.
+        text = value.strip() if value[:1].isspace() or value[-1:].isspace() else value
         if not text or len(text) > MAX_PARSE_CHARS or text[0] not in _JSON_START:
             return Normal(value)
         try:
@@ -344,7 +347,9 @@ def _text_result_key(text: str, patterns: ResultText) -> int | None:
     if pieces:
         pieces.append(text[kept:])
         text = "".join(pieces)
-    return _key(b"t" + text.encode("utf-8", "surrogatepass"), RESULT)
+    digest = _TEXT_RESULT.copy()  # no copy of the text to put the domain in front
+    digest.update(text.encode("utf-8", "surrogatepass"))
+    return int.from_bytes(digest.digest()[:8], "big")
 
 
 _BRACKETS = ("{", "[")

@@ -15,14 +15,14 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry.sdk.trace import ReadableSpan, Span
-from opentelemetry.trace import SpanContext, StatusCode
+from opentelemetry.trace import StatusCode
 
 from . import sdkspan, spans
 from .annotate import Annotator, Mark
 from .calls import Digester, digest_outcome
 from .history import ProposedCall
 from .live import DEFAULT_SCOPE, LiveSpan, LiveSpans, trace_scope
-from .sdkspan import IS_REMOTE, SPAN_ID
+from .sdkspan import IS_REMOTE, SPAN_ID, TRACE_ID
 from .state import Decision, ScopeState
 from .store import InMemoryStore
 
@@ -106,9 +106,12 @@ class Lifecycle:
                     if self._inherit:
                         self._file_under_parent(raw._context[SPAN_ID], parent[SPAN_ID])
                     return None
+            context = raw._context
+            ids = (context[TRACE_ID], context[SPAN_ID], None if parent is None else parent[SPAN_ID])
+            name = raw._name
         except (AttributeError, TypeError):  # not laid out as the SDK's span
             return self._started_public(span)
-        return self._track(span, parent, local_root, attributes)
+        return self._track(span, name, ids, local_root, attributes)
 
     def _file_under_parent(self, span_id: int, parent_id: int) -> None:
         """Enter a plain span under its parent's entry, so that its descendants inherit through
@@ -139,20 +142,25 @@ class Lifecycle:
             if self._inherit:
                 self._file_under_parent(span.context.span_id, parent.span_id)
             return
-        self._track(span, parent, local_root, attributes)
+        context = span.context
+        ids = (context.trace_id, context.span_id, None if parent is None else parent.span_id)
+        self._track(span, span.name, ids, local_root, attributes)
 
     def _track(
         self,
         span: Span,
-        parent: SpanContext | None,
+        name: str,
+        ids: tuple[int, int, int | None],
         local_root: bool,
         attributes: Mapping[str, Any],
     ) -> None:
-        """A span that may matter: a local root, or one with attributes or a name we read."""
+        """A span that may matter: a local root, or one with attributes or a name we read.
+
+        ``ids``: its trace id, its span id and its parent's span id (``None`` for a root)."""
         # A snapshot: the application's thread may still be setting attributes on the span.
         attributes = dict(attributes)
-        context = span.context
-        inherited = None if local_root or parent is None else self.entries.get(parent.span_id)
+        trace_id, span_id, parent_id = ids
+        inherited = None if local_root or parent_id is None else self.entries.get(parent_id)
         agent = spans.agent_of(attributes) or (inherited.agent if inherited else None)
         scope = inherited.scope if inherited else None
         if self._scoped_by_attribute:
@@ -162,23 +170,18 @@ class Lifecycle:
         elif inherited is not None and inherited.scope is None:
             scope_key = inherited.scope_key
         else:
-            scope_key = trace_scope(context.trace_id)
-        span_id = context.span_id
+            scope_key = trace_scope(trace_id)
         live = LiveSpan(
-            span,
-            span_id,
-            None if parent is None else parent.span_id,
-            context.trace_id,
-            agent,
-            scope,
-            local_root,
-            scope_key=scope_key,
+            span, span_id, parent_id, trace_id, agent, scope, local_root, scope_key=scope_key
         )
-        self.live.add(span_id, live)
+        entries = self.entries
+        if len(entries) < self._limit:
+            entries[span_id] = live
+        else:
+            self.live.add(span_id, live)  # evicts: the map is full
         if local_root and scope is None:
             with self.store.lock:
                 self.store.root_started(scope_key)
-        name = span.name
         if not spans.is_tool_span(attributes, name, self._globals):
             return
         view = spans.read_call(attributes, name)
@@ -206,6 +209,7 @@ class Lifecycle:
                 span_id = raw._context[SPAN_ID]
                 instrumentation = raw._instrumentation_scope
                 attributes: Mapping[str, Any] = raw._attributes._dict
+                name: str = raw._name
             except (AttributeError, TypeError):  # not laid out as the SDK's span, or no context
                 span_id = None
         if span_id is None:
@@ -216,6 +220,7 @@ class Lifecycle:
             instrumentation = span.instrumentation_scope
             # An ended span's attributes no longer change: no snapshot needed.
             attributes = sdkspan.attribute_map(span)
+            name = span.name
         entry = self.entries.pop(span_id, None)
         if entry is None:
             if instrumentation is not None and instrumentation.name in self.pass_through:
@@ -228,7 +233,6 @@ class Lifecycle:
                 with self.store.lock:
                     self.store.root_ended(entry.scope_key)
             return NOTHING_ENDED  # no marks: the entry is not needed
-        name = span.name
         if entry is not None:
             scope_key = entry.scope_key
         else:  # not tracked at its start: none of our attributes then, or the map was full
@@ -238,23 +242,28 @@ class Lifecycle:
         if spans.is_compaction(attributes, name, self._globals):
             with self.store.lock:
                 self.store.get(scope_key).arm_compaction()
-        if spans.is_tool_span(attributes, name, self._globals):
-            inherited = entry.agent if entry is not None else None
-            if own and entry is not None and entry.evaluated is not None and entry.cfg is not None:
-                # Evaluated while live: its call, agent and config are known.
-                call, cfg, state = entry.evaluated, entry.cfg, entry.state
+        if own and entry is not None and entry.evaluated is not None and entry.cfg is not None:
+            # A tool span evaluated while live: its call, agent and config are known.
+            marks = self._outcome(
+                span,
+                span_id,
+                attributes,
+                scope_key,
+                entry.agent,
+                entry.cfg,
+                entry.evaluated,
+                None,
+                entry.state,
+            )
+        elif spans.is_tool_span(attributes, name, self._globals):
+            view = spans.read_call(attributes, name)
+            agent = spans.agent_of(attributes) or (entry.agent if entry is not None else None)
+            cfg = self.settings.for_agent(agent)
+            if view is not None and cfg.active:
+                call = self.digest.call(view.tool, view.arguments, cfg)
                 marks = self._outcome(
-                    span, span_id, attributes, scope_key, inherited, cfg, call, None, state
+                    span, span_id, attributes, scope_key, agent, cfg, call, view, None
                 )
-            else:
-                view = spans.read_call(attributes, name)
-                agent = spans.agent_of(attributes) or inherited
-                cfg = self.settings.for_agent(agent)
-                if view is not None and cfg.active:
-                    call = self.digest.call(view.tool, view.arguments, cfg)
-                    marks = self._outcome(
-                        span, span_id, attributes, scope_key, agent, cfg, call, view, None
-                    )
         if own and entry is not None and entry.local_root and entry.scope is None:
             with self.store.lock:
                 self.store.root_ended(scope_key)

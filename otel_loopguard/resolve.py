@@ -103,13 +103,18 @@ class ResolvedConfig:
     """The rolling-history detectors run only when ``enabled`` is ``true`` (§3.5)."""
     active: bool = field(init=False)
     """Anything runs (the post-compaction guard at least) unless ``enabled`` is ``false``."""
+    poll_tools: frozenset[str] = field(init=False)
+    """The tools some poll rule names."""
 
     def __post_init__(self) -> None:
         # Read on every call: plain fields, not properties.
         object.__setattr__(self, "rolling_enabled", self.enabled is True)
         object.__setattr__(self, "active", self.enabled is not False)
+        object.__setattr__(self, "poll_tools", frozenset(rule.tool for rule in self.poll_rules))
 
     def is_poll(self, tool: str, args: object) -> bool:
+        if tool not in self.poll_tools:  # most calls: no rule names the tool
+            return False
         return any(rule.matches(tool, args) for rule in self.poll_rules)
 
 

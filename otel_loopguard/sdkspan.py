@@ -20,8 +20,17 @@ from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, use_span
 
-__all__ = ["IN_PLACE", "IS_REMOTE", "NOTHING", "SPAN_ID", "attribute_map", "attributes_of"]
+__all__ = [
+    "IN_PLACE",
+    "IS_REMOTE",
+    "NOTHING",
+    "SPAN_ID",
+    "TRACE_ID",
+    "attribute_map",
+    "attributes_of",
+]
 
+TRACE_ID = 0
 SPAN_ID = 1
 IS_REMOTE = 2
 """Positions in the ``SpanContext`` tuple."""
@@ -51,6 +60,9 @@ def _reads_agree(span: Any, remote_parent: bool) -> bool:
         and parent[IS_REMOTE] is parent.is_remote is remote_parent
         and context is span.context
         and context[SPAN_ID] == context.span_id
+        and context[TRACE_ID] == context.trace_id == parent.trace_id
+        and span._name == span.name == "probe"
+        and span._status is span.status
         and context[IS_REMOTE] is context.is_remote is False
         and span._instrumentation_scope._name == span.instrumentation_scope.name == "probe"
         and type(span._attributes._dict) is dict
