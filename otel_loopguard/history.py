@@ -16,13 +16,12 @@ class CallRecord:
     """One tool call in a scope's window. The outcome fields are filled in at span end.
 
     ``args_fp`` identifies the call (tool and canonical arguments); ``result_fp`` its outcome
-    (a result or an error digest). Both are 64-bit keys: a window holds 30 of them per scope,
+    (a result or an error digest). Both are 60-bit keys: a window holds 30 of them per scope,
     so they are small, and collisions are out of reach.
     """
 
     tool: str
     args_fp: int
-    is_poll: bool = False
     call_id: str | None = None
     agent: str | None = None
     result_fp: int | None = None

@@ -6,7 +6,6 @@ own: the store's lock guards every method call.
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field, replace
 
 from .calls import OutcomeDigest
@@ -50,7 +49,8 @@ class ScopeState:
     """History, open evaluations, the abort flag and the post-compaction guard of one scope."""
 
     history_size: int
-    history: deque[CallRecord] = field(init=False)
+    history: list[CallRecord] = field(default_factory=list)
+    """The window, oldest first (a list: a third of a deque's memory at 30 records)."""
     spans: dict[int, Decision] = field(default_factory=dict)
     asks: list[_Ask] = field(default_factory=list)
     abort: Verdict | None = None
@@ -60,9 +60,6 @@ class ScopeState:
     counts: dict[int, int] = field(default_factory=dict)
     """How many records of each call ``history`` holds: lets most calls skip the walk."""
     last_used: float = 0.0
-
-    def __post_init__(self) -> None:
-        self.history = deque(maxlen=self.history_size)
 
     # -- evaluation points -------------------------------------------------------------------
 
@@ -167,7 +164,7 @@ class ScopeState:
         self, call: ProposedCall, cfg: ResolvedConfig, call_id: str | None, agent: str | None
     ) -> Decision:
         finding = evaluate(self.history, call, cfg, self.counts)
-        record = CallRecord(call.tool, call.args_fp, call.is_poll, call_id, agent)
+        record = CallRecord(call.tool, call.args_fp, call_id, agent)
         if finding is None:  # most calls: nothing fired
             self._append(record)
             return Decision(OK, False, record)
@@ -186,8 +183,8 @@ class ScopeState:
 
     def _append(self, record: CallRecord) -> None:
         history, counts = self.history, self.counts
-        if len(history) == history.maxlen:
-            evicted = history[0].args_fp
+        if len(history) >= self.history_size:
+            evicted = history.pop(0).args_fp
             left = counts[evicted] - 1
             if left:
                 counts[evicted] = left
