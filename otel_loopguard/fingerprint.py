@@ -178,10 +178,6 @@ def _unwrap(value: object) -> object:
     return value
 
 
-_SCALAR = r'"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null'
-"""A JSON scalar: a string, a number, true, false or null."""
-
-
 _REDUCED_KEYS = frozenset({"exitCode", "exit_code", "tool_call_id"})
 """Keys of results reduced before hashing (an exec-style result, LangChain's ``ToolMessage``)."""
 
@@ -193,14 +189,14 @@ class ResultText:
     volatile: re.Pattern[str] | None
     """Finds a volatile key (``None``: there are none)."""
     scan: re.Pattern[str]
-    """Finds a volatile or reduced key, and the scalar value that follows it, if scalar."""
+    """Finds a volatile or reduced key, up to where its value starts."""
 
 
 def result_text(volatile_keys: frozenset[str]) -> ResultText:
     """The patterns for results under these volatile keys."""
     return ResultText(
         re.compile(f'"{_alternation(volatile_keys)}"\\s*:') if volatile_keys else None,
-        re.compile(f'"({_alternation(volatile_keys | _REDUCED_KEYS)})"\\s*:\\s*({_SCALAR})?'),
+        re.compile(f'"({_alternation(volatile_keys | _REDUCED_KEYS)})"\\s*:\\s*'),
     )
 
 
@@ -334,13 +330,14 @@ def result_key(
 
 
 def _text_result_key(text: str, patterns: ResultText) -> int | None:
-    """The digest of a JSON object or array text as written, its volatile scalar values blanked,
-    without parsing it; ``None`` when the text is to be parsed.
+    """The digest of a JSON object or array text as written, the values of its volatile keys
+    blanked, without parsing it; ``None`` when the text is to be parsed.
 
     A tool's results are written by one serialiser, so the same outcome is the same text: the
-    text is hashed as it stands, in one scan (parsing and re-encoding 2 KB costs several times
-    more). Parsed instead: a Python repr (OpenInference records some), an exec-style result, a
-    LangChain envelope, and a volatile key whose value is an object or an array.
+    text is hashed as it stands, after one scan for the keys (parsing and re-encoding 2 KB
+    costs several times more); only a volatile key's value is decoded, to find where it ends.
+    Parsed instead: a Python repr (OpenInference records some), an exec-style result and a
+    LangChain envelope (both reduced first), and text that is not JSON where a key is.
     """
     if text[:1] not in _BRACKETS or len(text) > MAX_PARSE_CHARS:
         return None
@@ -348,11 +345,19 @@ def _text_result_key(text: str, patterns: ResultText) -> int | None:
         return None
     pieces: list[str] = []
     kept = 0
-    for match in patterns.scan.finditer(text):
-        if match.group(2) is None or match.group(1) in _REDUCED_KEYS:
+    search = patterns.scan.search
+    match = search(text)
+    while match is not None:
+        if match.group(1) in _REDUCED_KEYS:
             return None
-        pieces.append(text[kept : match.start(2)])  # up to the value: the key stays
-        kept = match.end(2)
+        start = match.end()
+        try:
+            end = _DECODE(text, start)[1]  # where the value ends, nested or not
+        except (ValueError, RecursionError):
+            return None
+        pieces.append(text[kept:start])  # the key stays, its value goes
+        kept = end
+        match = search(text, end)
     if pieces:
         pieces.append(text[kept:])
         text = "".join(pieces)
@@ -361,6 +366,7 @@ def _text_result_key(text: str, patterns: ResultText) -> int | None:
     return _bits(digest)
 
 
+_DECODE = json.JSONDecoder().raw_decode
 _BRACKETS = ("{", "[")
 
 

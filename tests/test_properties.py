@@ -11,6 +11,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 
 from otel_loopguard import LoopGuard, LoopGuardSpanProcessor
+from otel_loopguard.fingerprint import result_fingerprint
 from otel_loopguard.replay import COMPACTION, Call, Compaction, replay
 
 OUR_KEYS = ("loopguard.", "error.type")
@@ -235,3 +236,40 @@ def test_spans_and_replay_agree(sequence: list[Call]) -> None:
         {"enabled": True},
     )
     assert got == expected
+
+
+VOLATILE = frozenset({"id", "ts"})
+volatile_values = st.recursive(
+    st.one_of(st.text(max_size=20), st.integers(), st.floats(), st.booleans(), st.none()),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner),
+    max_leaves=6,
+)
+key_names = st.sampled_from(["id", "ts", "name", "data", "i", "tsx", 'say "id": 1'])
+documents = st.recursive(
+    st.none() | scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(key_names, inner, max_size=4),
+    max_leaves=16,
+)
+
+
+def _revalue(value: Any, fresh: st.DataObject) -> Any:
+    """``value`` with the value of every volatile key, at any depth, drawn anew."""
+    if isinstance(value, dict):
+        return {
+            k: fresh.draw(volatile_values) if k in VOLATILE else _revalue(v, fresh)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_revalue(v, fresh) for v in value]
+    return value
+
+
+@settings(max_examples=300, deadline=None)
+@given(documents, st.data(), st.booleans())
+def test_json_texts_that_differ_only_in_volatile_values_have_one_digest(
+    document: Any, data: st.DataObject, ascii_only: bool
+) -> None:
+    other = _revalue(document, data)
+    one = json.dumps(document, ensure_ascii=ascii_only)
+    two = json.dumps(other, ensure_ascii=ascii_only)
+    assert result_fingerprint(one, VOLATILE) == result_fingerprint(two, VOLATILE)
