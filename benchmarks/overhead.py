@@ -18,7 +18,7 @@ and, for information, on the harshest denominator there is:
 - ``floor``: a ``SimpleSpanProcessor`` whose exporter discards spans: the SDK's bare cost, which
   no deployment runs. Ratios against it are printed with no target.
 
-Run: python3 benchmarks/overhead.py [--rounds N] [--quick]
+Run: python3 benchmarks/overhead.py [--rounds N] [--quick] [--parts]
 Targets: non-tool spans <= 1.05; tool spans <= 1.30; cost per call at call 100 000 of one trace
 within 10 % of call 100; 10 000 live traces x 30 calls <= 64 MB of otel-loopguard state.
 """
@@ -98,7 +98,7 @@ DESCRIPTION = "Read a text file of the workspace and return its lines, with the 
 LINES = [f"line {n}: def function_{n}(): return {n}  # a line of the file read" for n in range(30)]
 CALLS = itertools.count()
 """Numbers the tool calls of the whole run: no text recurs across rounds."""
-HTTP = {
+HTTP: dict[str, str | int] = {
     "http.request.method": "GET",
     "url.full": "https://api.example.test/v1/items?page=2",
     "url.scheme": "https",
@@ -265,13 +265,51 @@ def memory(traces: int, calls: int) -> float:
     return ours / 2**20
 
 
+def parts(rounds: int) -> None:
+    """Where a tool span's overhead goes: the tool workload on ``otlp`` with each digest left
+    out in turn (replaced by a counter, so that every call still looks new) and with both."""
+    import otel_loopguard.calls as calls
+    import otel_loopguard.lifecycle as lifecycle
+    from otel_loopguard.history import ProposedCall
+
+    # Swapped by name: the functions the guard looks up when it digests a call and an outcome.
+    real = {"call": calls.digest_call, "outcome": calls.digest_outcome}
+    keys = itertools.count()
+
+    def no_args(tool: str, args: object, cfg: object) -> ProposedCall:
+        return ProposedCall(tool, next(keys), False)
+
+    def no_result(*_: object) -> calls.OutcomeDigest:
+        return calls.OutcomeDigest(next(keys), None, "ok")
+
+    for label, call, outcome in (
+        ("all of it", real["call"], real["outcome"]),
+        ("argument digests left out", no_args, real["outcome"]),
+        ("result digests left out", real["call"], no_result),
+        ("both left out", no_args, no_result),
+    ):
+        setattr(calls, "digest_call", call)  # noqa: B010 - swapped for this measurement only
+        setattr(lifecycle, "digest_outcome", outcome)  # noqa: B010
+        try:
+            ratio(f"tool spans, {label}", tool_spans, "otlp", 100, rounds)
+        finally:
+            setattr(calls, "digest_call", real["call"])  # noqa: B010
+            setattr(lifecycle, "digest_outcome", real["outcome"])  # noqa: B010
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=201, help="pairs of rounds (median)")
     parser.add_argument("--quick", action="store_true", help="a fifth of the work: a smoke run")
+    parser.add_argument(
+        "--parts", action="store_true", help="only where a tool span's overhead goes"
+    )
     args = parser.parse_args()
     scale = 5 if args.quick else 1
     rounds = args.rounds // scale
+    if args.parts:
+        parts(rounds)
+        return
     print(f"{'workload':<44} {'without':>11} -> {'with':>8}")
     httpx = plain_spans("opentelemetry.instrumentation.httpx")
     unknown = plain_spans("my_app")
