@@ -228,7 +228,9 @@ class Lifecycle:
             own = False
         else:
             own = entry.span_id == span_id
-        if not self._names_matter and self.keys.isdisjoint(attributes):
+        # A tool span evaluated while live: its call, agent and config are known.
+        live = entry if own and entry is not None and entry.evaluated is not None else None
+        if live is None and not self._names_matter and self.keys.isdisjoint(attributes):
             if own and entry is not None and entry.local_root and entry.scope is None:
                 with self.store.lock:
                     self.store.root_ended(entry.scope_key)
@@ -242,18 +244,17 @@ class Lifecycle:
         if spans.is_compaction(attributes, name, self._globals):
             with self.store.lock:
                 self.store.get(scope_key).arm_compaction()
-        if own and entry is not None and entry.evaluated is not None and entry.cfg is not None:
-            # A tool span evaluated while live: its call, agent and config are known.
+        if live is not None and live.evaluated is not None and live.cfg is not None:
             marks = self._outcome(
                 span,
                 span_id,
                 attributes,
                 scope_key,
-                entry.agent,
-                entry.cfg,
-                entry.evaluated,
+                live.agent,
+                live.cfg,
+                live.evaluated,
                 None,
-                entry.state,
+                live.state,
             )
         elif spans.is_tool_span(attributes, name, self._globals):
             view = spans.read_call(attributes, name)
