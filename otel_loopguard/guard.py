@@ -16,6 +16,7 @@ from .loading import ConfigSource, load_config
 from .resolve import ResolvedConfig, Settings, resolve
 from .safety import InternalErrors
 from .state import Decision
+from .state_metrics import observe_store
 from .store import InMemoryStore, StoreStats
 from .verdict import OK, Verdict, exception_for
 
@@ -48,6 +49,7 @@ class LoopGuard:
         )
         self._store.configure(self.settings.max_history_size)
         self._annotator = Annotator(meter_provider)
+        observe_store(self._store, meter_provider)
         self._lifecycle = Lifecycle(self.settings, self._store, self._annotator)
         self._live = self._lifecycle.live
         self._errors = InternalErrors()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from opentelemetry import trace
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
 from otel_loopguard import InMemoryStore, LoopGuard
@@ -109,3 +111,35 @@ def test_reset_forgets_a_scope_and_its_abort() -> None:
     assert guard.stats().scopes == 1
     guard.reset(scope="run-1")
     assert guard.stats().scopes == 0
+
+
+def test_scopes_records_and_evictions_are_observable_as_metrics() -> None:
+    reader = InMemoryMetricReader()
+    guard = LoopGuard(
+        {"enabled": True, "store": {"maxScopes": 10}},
+        meter_provider=MeterProvider(metric_readers=[reader]),
+    )
+    for i in range(25):
+        guard.check("read_file", {"path": "a"}, scope=f"job-{i}")
+    points = state_points(reader)
+    stats = guard.stats()
+    assert points[("loopguard.state.scopes", None)] == stats.scopes == 10
+    assert points[("loopguard.state.records", None)] == stats.records == 10
+    assert points[("loopguard.state.evictions", "lru")] == stats.evicted_lru == 15
+    assert points[("loopguard.state.evictions", "idle_ttl")] == 0
+    assert points[("loopguard.state.evictions", "released")] == 0
+
+
+def state_points(reader: InMemoryMetricReader) -> dict[tuple[str, str | None], int]:
+    """Points of the ``loopguard.state.*`` instruments, by (name, reason)."""
+    points: dict[tuple[str, str | None], int] = {}
+    data = reader.get_metrics_data()
+    for resource in data.resource_metrics if data else []:
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                if metric.name.startswith("loopguard.state."):
+                    for point in metric.data.data_points:
+                        reason = (point.attributes or {}).get("loopguard.reason")
+                        key = (metric.name, None if reason is None else str(reason))
+                        points[key] = int(getattr(point, "value", 0))
+    return points
