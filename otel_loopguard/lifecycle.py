@@ -50,9 +50,8 @@ class Lifecycle:
         self.store = store
         self.annotator = annotator
         self.live = LiveSpans()
-        # The hot path reads and writes the live map directly, bounded as LiveSpans.add is.
+        # The hot path reads the live map directly; entries go in through LiveSpans.add (bounded).
         self.entries = self.live.entries
-        self._limit = self.live.limit
         self.digest = Digester()
         g = settings.globals
         self._globals = g
@@ -116,13 +115,9 @@ class Lifecycle:
     def _file_under_parent(self, span_id: int, parent_id: int) -> None:
         """Enter a plain span under its parent's entry, so that its descendants inherit through
         it (agent, scope, the nearest live ancestor)."""
-        entries = self.entries
-        inherited = entries.get(parent_id)
+        inherited = self.entries.get(parent_id)
         if inherited is not None:
-            if len(entries) < self._limit:
-                entries[span_id] = inherited
-            else:
-                self.live.add(span_id, inherited)  # evicts: the map is full
+            self.live.add(span_id, inherited)
 
     def _started_public(self, span: Span) -> None:
         """``started`` through the SDK's public accessors: the same steps, slower."""
@@ -174,11 +169,7 @@ class Lifecycle:
         live = LiveSpan(
             span, span_id, parent_id, trace_id, agent, scope, local_root, scope_key=scope_key
         )
-        entries = self.entries
-        if len(entries) < self._limit:
-            entries[span_id] = live
-        else:
-            self.live.add(span_id, live)  # evicts: the map is full
+        self.live.add(span_id, live)
         if local_root and scope is None:
             with self.store.lock:
                 self.store.root_started(scope_key)
