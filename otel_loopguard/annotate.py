@@ -18,7 +18,7 @@ from opentelemetry.util.types import AttributeValue
 
 from .verdict import Verdict
 
-__all__ = ["EVENT_NAME", "Annotator", "Mark", "enriched_copy", "event_attributes"]
+__all__ = ["EVENT_NAME", "Annotator", "Mark", "enriched_copy", "event_attributes", "meter_of"]
 
 EVENT_NAME = "loopguard.loop_detected"
 COUNTER_NAME = "loopguard.detections"
@@ -78,14 +78,18 @@ def span_attributes(mark: Mark, existing: Mapping[str, Any] | None) -> dict[str,
     return attributes
 
 
+def meter_of(meter_provider: metrics.MeterProvider | None) -> metrics.Meter:
+    """otel-loopguard's meter on the given provider, else on the global one."""
+    if meter_provider is None:
+        return metrics.get_meter("otel_loopguard")
+    return meter_provider.get_meter("otel_loopguard")
+
+
 class Annotator:
     """Writes detections to spans, to the ``otel_loopguard`` logger and to the counter."""
 
     def __init__(self, meter_provider: metrics.MeterProvider | None) -> None:
-        if meter_provider is None:
-            meter = metrics.get_meter("otel_loopguard")
-        else:
-            meter = meter_provider.get_meter("otel_loopguard")
+        meter = meter_of(meter_provider)
         self._counter = meter.create_counter(
             COUNTER_NAME,
             unit="{detection}",

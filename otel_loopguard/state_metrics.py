@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, Observation
 
+from .annotate import meter_of
 from .store import InMemoryStore
 
 __all__ = ["EVICTIONS_NAME", "RECORDS_NAME", "SCOPES_NAME", "observe_store"]
@@ -24,10 +25,7 @@ EVICTIONS_NAME = "loopguard.state.evictions"
 
 def observe_store(store: InMemoryStore, meter_provider: metrics.MeterProvider | None) -> None:
     """Register the store's instruments: scopes and records held, scopes dropped by reason."""
-    if meter_provider is None:
-        meter = metrics.get_meter("otel_loopguard")
-    else:
-        meter = meter_provider.get_meter("otel_loopguard")
+    meter = meter_of(meter_provider)
     held = weakref.ref(store)
 
     def scopes(_: CallbackOptions) -> Iterable[Observation]:
