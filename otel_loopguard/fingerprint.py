@@ -121,14 +121,19 @@ def _parse(value: object) -> Normal:
         except UnicodeDecodeError:
             return Normal(raw)
     if isinstance(value, str):
-        # Stripped (a copy) only when it has to be: the parser skips whitespace itself.
-        text = value.strip() if value[:1].isspace() or value[-1:].isspace() else value
-        if not text or len(text) > MAX_PARSE_CHARS or text[0] not in _JSON_START:
+        text = value
+        if text[:1] not in _JSON_START:
+            # Stripped (a copy) only when it has to be: the parser skips whitespace itself.
+            text = value.strip()
+            if text[:1] not in _JSON_START:
+                return Normal(value)
+        if len(text) > MAX_PARSE_CHARS:
             return Normal(value)
         try:
-            return Normal(json.loads(text), json_native=True, text=text)
+            return Normal(_LOADS(text), json_native=True, text=text)
         except (ValueError, RecursionError):
             # OpenInference's LangChain instrumentation records Python reprs of dicts.
+            text = text.strip()
             if text[0] == "{" and len(text) <= 65_536 and text.count("{") < _MAX_DEPTH:
                 try:
                     parsed = ast.literal_eval(text)
@@ -139,6 +144,14 @@ def _parse(value: object) -> Normal:
     if isinstance(value, tuple):
         return Normal(list(value))
     return Normal(value)
+
+
+_LOADS = json.JSONDecoder().decode
+"""``json.loads`` without its per-call checks and keyword handling: the same C scanner."""
+_ENVELOPE_KEYS = frozenset({"data", "args", "kwargs", "input_str", "inputs"})
+"""A dict with none of these keys is no envelope (see _unwrap): most arguments and results."""
+_MESSAGE_KEYS = frozenset({"type", "data"})
+_CALL_KEYS = frozenset({"args", "kwargs"})
 
 
 def _unwrap(value: object) -> object:
@@ -156,18 +169,16 @@ def _unwrap(value: object) -> object:
         (only,) = value.values()
         if isinstance(only, str | int | float | bool):
             return only
+    if _ENVELOPE_KEYS.isdisjoint(value):
+        return value
     keys = value.keys()
     data = value.get("data")
-    if keys == {"type", "data"} and isinstance(data, dict) and "tool_call_id" in data:
+    if keys == _MESSAGE_KEYS and isinstance(data, dict) and "tool_call_id" in data:
         content = data.get("content")
         if data.get("status") == "error":
             return {"error": content}
         return _unwrap(_parse(content).value)
-    if (
-        keys <= {"args", "kwargs"}
-        and isinstance(value.get("kwargs"), dict)
-        and not value.get("args")
-    ):
+    if keys <= _CALL_KEYS and isinstance(value.get("kwargs"), dict) and not value.get("args"):
         return _unwrap(value["kwargs"])
     if ("input_str" in keys or "inputs" in keys) and keys <= _LANGCHAIN_KEYS:
         inputs = value.get("inputs")
@@ -341,7 +352,7 @@ def _text_result_key(text: str, patterns: ResultText) -> int | None:
     """
     if text[:1] not in _BRACKETS or len(text) > MAX_PARSE_CHARS:
         return None
-    if text.lstrip("[{ \t\r\n")[:1] == "'":
+    if text[1:2] != '"' and _REPR.match(text):
         return None
     pieces: list[str] = []
     kept = 0
@@ -351,9 +362,8 @@ def _text_result_key(text: str, patterns: ResultText) -> int | None:
         if match.group(1) in _REDUCED_KEYS:
             return None
         start = match.end()
-        try:
-            end = _DECODE(text, start)[1]  # where the value ends, nested or not
-        except (ValueError, RecursionError):
+        end = _value_end(text, start)
+        if end < 0:
             return None
         pieces.append(text[kept:start])  # the key stays, its value goes
         kept = end
@@ -366,8 +376,23 @@ def _text_result_key(text: str, patterns: ResultText) -> int | None:
     return _bits(digest)
 
 
+def _value_end(text: str, start: int) -> int:
+    """Where the JSON value at ``start`` ends, nested or not; -1 when there is none."""
+    if text[start : start + 1] == '"':
+        # The usual volatile value, a string without escapes: its end is the next quote.
+        end = text.find('"', start + 1)
+        if end > 0 and "\\" not in text[start:end]:
+            return end + 1
+    try:
+        return _DECODE(text, start)[1]
+    except (ValueError, RecursionError):
+        return -1
+
+
 _DECODE = json.JSONDecoder().raw_decode
 _BRACKETS = ("{", "[")
+_REPR = re.compile(r"[\[{\s]*'")
+"""A Python repr of a dict or list of them: parsed, not read as JSON text."""
 
 
 def error_key(message: str) -> int:
