@@ -14,9 +14,12 @@ from .spans import unknown_tool_name
 __all__ = ["Digester", "OutcomeDigest", "digest_call", "digest_outcome"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class OutcomeDigest:
-    """What the history keeps of a call's outcome."""
+    """What the history keeps of a call's outcome.
+
+    Never changed once made (not frozen: one is made per tool span, on the hot path).
+    """
 
     result_fp: int | None
     unknown_tool: str | None
@@ -28,10 +31,8 @@ _EMPTY = OutcomeDigest(None, None, "empty")
 
 def digest_call(tool: str, args: object, cfg: ResolvedConfig) -> ProposedCall:
     """The proposed call: tool, argument key, and whether the tool is polling."""
-    normal = fp.normalise(args)
-    return ProposedCall(
-        sys.intern(tool), fp.args_key(tool, normal), cfg.is_poll(tool, normal.value)
-    )
+    key, value = fp.call_key(tool, args)
+    return ProposedCall(sys.intern(tool), key, cfg.is_poll(tool, value))
 
 
 def digest_outcome(

@@ -25,6 +25,7 @@ __all__ = [
     "ResultText",
     "args_fingerprint",
     "args_key",
+    "call_key",
     "error_fingerprint",
     "error_key",
     "normalise",
@@ -320,6 +321,24 @@ def args_key(tool: str, args: Normal) -> int:
     )
 
 
+def call_key(tool: str, args: object) -> tuple[int, object]:
+    """``args_key`` of the normalised arguments, and those arguments (for poll rules).
+
+    The usual arguments, a JSON object text of several keys that is no envelope, take a short
+    path to the same key: parse, encode canonically, hash.
+    """
+    if type(args) is str and args[:1] == "{" and len(args) <= MAX_PARSE_CHARS:
+        try:
+            value = _LOADS(args)
+            if type(value) is dict and len(value) > 1 and _ENVELOPE_KEYS.isdisjoint(value):
+                data = b"j" + _ENCODE(value).encode("ascii")  # as _canonical has it
+                return _key(tool.encode("utf-8", "surrogatepass") + b"\0" + data, ARGS), value
+        except (ValueError, RecursionError):
+            pass  # the long way tells what it is
+    normal = normalise(args)
+    return args_key(tool, normal), normal.value
+
+
 def result_key(
     result: object,
     volatile_keys: frozenset[str],
@@ -373,7 +392,7 @@ def _text_result_key(text: str, patterns: ResultText) -> int | None:
         text = "".join(pieces)
     digest = _TEXT_RESULT.copy()  # no copy of the text to put the domain in front
     digest.update(text.encode("utf-8", "surrogatepass"))
-    return _bits(digest)
+    return int.from_bytes(digest.digest()[:8], "big") >> 4  # _bits, inline
 
 
 def _value_end(text: str, start: int) -> int:

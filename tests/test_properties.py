@@ -11,7 +11,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 
 from otel_loopguard import LoopGuard, LoopGuardSpanProcessor
-from otel_loopguard.fingerprint import result_fingerprint
+from otel_loopguard.fingerprint import args_key, call_key, normalise, result_fingerprint
 from otel_loopguard.replay import COMPACTION, Call, Compaction, replay
 
 OUR_KEYS = ("loopguard.", "error.type")
@@ -273,3 +273,25 @@ def test_json_texts_that_differ_only_in_volatile_values_have_one_digest(
     one = json.dumps(document, ensure_ascii=ascii_only)
     two = json.dumps(other, ensure_ascii=ascii_only)
     assert result_fingerprint(one, VOLATILE) == result_fingerprint(two, VOLATILE)
+
+
+def _reordered(value: Any, fresh: st.DataObject) -> Any:
+    """``value`` with the keys of every object, at any depth, in a drawn order."""
+    if isinstance(value, dict):
+        keys = fresh.draw(st.permutations(list(value)))
+        return {k: _reordered(value[k], fresh) for k in keys}
+    if isinstance(value, list):
+        return [_reordered(v, fresh) for v in value]
+    return value
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.text(max_size=8), json_values, max_size=5), st.data())
+def test_arguments_in_any_key_order_and_spacing_have_one_key(
+    arguments: dict[str, Any], data: st.DataObject
+) -> None:
+    text = json.dumps(_reordered(arguments, data), indent=data.draw(st.sampled_from([None, 2])))
+    compact = json.dumps(arguments, separators=(",", ":"))
+    expected = args_key("tool", normalise(arguments))  # the value itself, never a text
+    assert call_key("tool", text)[0] == expected
+    assert call_key("tool", compact)[0] == expected
