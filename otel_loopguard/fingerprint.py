@@ -332,7 +332,8 @@ def call_key(tool: str, args: object) -> tuple[int, object]:
             value = _LOADS(args)
             if type(value) is dict and len(value) > 1 and _ENVELOPE_KEYS.isdisjoint(value):
                 data = b"j" + _ENCODE(value).encode("ascii")  # as _canonical has it
-                return _key(tool.encode("utf-8", "surrogatepass") + b"\0" + data, ARGS), value
+                digest = sha256(ARGS + tool.encode("utf-8", "surrogatepass") + b"\0" + data)
+                return int.from_bytes(digest.digest()[:8], "big") >> 4, value  # _key, inline
         except (ValueError, RecursionError):
             pass  # the long way tells what it is
     normal = normalise(args)

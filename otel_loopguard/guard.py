@@ -73,8 +73,10 @@ class LoopGuard:
             _check_arguments(name, call_id, scope, agent)
         current = trace.get_current_span()
         context = current.get_span_context()
-        live = self._live.entries.get(context.span_id) if context.is_valid else None
-        own = live if live is not None and live.span_id == context.span_id else None
+        span_id = context.span_id
+        # No validity test first: an invalid span's id is 0, which no entry has.
+        live = self._live.entries.get(span_id)
+        own = live if live is not None and live.span_id == span_id else None
         if (
             own is not None
             and own.verdict is not None

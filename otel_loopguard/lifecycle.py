@@ -152,8 +152,8 @@ class Lifecycle:
         """A span that may matter: a local root, or one with attributes or a name we read.
 
         ``ids``: its trace id, its span id and its parent's span id (``None`` for a root)."""
-        # A snapshot: the application's thread may still be setting attributes on the span.
-        attributes = dict(attributes)
+        # Read in place, no snapshot: on_start runs inside start_span, before the span is handed
+        # to the application, so no other thread can be setting its attributes meanwhile.
         trace_id, span_id, parent_id = ids
         inherited = None if local_root or parent_id is None else self.entries.get(parent_id)
         agent = spans.agent_of(attributes) or (inherited.agent if inherited else None)

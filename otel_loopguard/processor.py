@@ -94,7 +94,9 @@ class LoopGuardSpanProcessor(SpanProcessor):
             except (AttributeError, TypeError):  # not laid out as the SDK's span
                 settled = False
             if not settled:
-                forward = self._annotated(span, *lifecycle.ended(span))
+                marks, entry, own = lifecycle.ended(span)
+                if marks:
+                    forward = self._annotated(span, marks, entry, own)
         except Exception as exc:
             forward = span
             self.guard._errors.report("on_end", exc)
@@ -109,8 +111,6 @@ class LoopGuardSpanProcessor(SpanProcessor):
     ) -> ReadableSpan:
         """The span to pass on: with ``downstream``, an enriched copy when detections came too
         late for the live span; without it, they go on the nearest live ancestor."""
-        if not marks:
-            return span
         forward = span
         if self._downstream is not None:
             forward = enriched_copy(span, marks)
