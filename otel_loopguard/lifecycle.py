@@ -166,9 +166,7 @@ class Lifecycle:
             scope_key = inherited.scope_key
         else:
             scope_key = trace_scope(trace_id)
-        live = LiveSpan(
-            span, span_id, parent_id, trace_id, agent, scope, local_root, scope_key=scope_key
-        )
+        live = LiveSpan(span, span_id, parent_id, trace_id, agent, scope, local_root, scope_key)
         self.live.add(span_id, live)
         if local_root and scope is None:
             with self.store.lock:

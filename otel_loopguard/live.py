@@ -46,6 +46,8 @@ class LiveSpan:
     scope: str | None
     """An explicit scope key (conversation, attribute); ``None`` means the trace."""
     local_root: bool
+    scope_key: str
+    """The state store's key: ``scope``, else the trace's (formatted once, by the caller)."""
     evaluated: ProposedCall | None = None
     """The span's call, once evaluated: its end then needs no second fingerprint."""
     verdict: Verdict | None = None
@@ -54,8 +56,6 @@ class LiveSpan:
     """The agent's config the call was evaluated under."""
     state: ScopeState | None = None
     """The scope's state it was recorded in (an evicted scope's state is simply let go)."""
-    scope_key: str = ""
-    """The state store's key: ``scope``, else the trace's (formatted once, by the caller)."""
 
 
 class LiveSpans:
