@@ -411,7 +411,7 @@ def _value_end(text: str, start: int) -> int:
 
 _DECODE = json.JSONDecoder().raw_decode
 _BRACKETS = ("{", "[")
-_REPR = re.compile(r"[\[{\s]*'")
+_REPR = re.compile(r"[\[{ \t\r\n]*'")
 """A Python repr of a dict or list of them: parsed, not read as JSON text."""
 
 

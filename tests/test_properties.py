@@ -295,3 +295,20 @@ def test_arguments_in_any_key_order_and_spacing_have_one_key(
     expected = args_key("tool", normalise(arguments))  # the value itself, never a text
     assert call_key("tool", text)[0] == expected
     assert call_key("tool", compact)[0] == expected
+
+
+tricky_volatile = st.one_of(volatile_values, st.text(alphabet='ab"\\{}[]:, ', max_size=10))
+"""Volatile values, and strings of the characters that end or nest JSON values."""
+
+
+@settings(max_examples=300, deadline=None)
+@given(tricky_volatile, tricky_volatile, st.text(max_size=20), st.text(max_size=20), st.booleans())
+def test_a_value_after_a_volatile_one_still_tells_results_apart(
+    volatile: Any, other_volatile: Any, one: str, two: str, ascii_only: bool
+) -> None:
+    # Whatever the volatile value holds (quotes, backslashes, nesting), blanking it ends where
+    # it ends: the value that follows is still read, and only it tells the results apart.
+    first = json.dumps({"id": volatile, "name": one}, ensure_ascii=ascii_only)
+    second = json.dumps({"id": other_volatile, "name": two}, ensure_ascii=ascii_only)
+    same = result_fingerprint(first, VOLATILE) == result_fingerprint(second, VOLATILE)
+    assert same == (one == two)
