@@ -34,10 +34,12 @@ import time
 import tracemalloc
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from opentelemetry import trace
+from opentelemetry.context import Context
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import (
     BatchSpanProcessor,
     SimpleSpanProcessor,
@@ -46,7 +48,7 @@ from opentelemetry.sdk.trace.export import (
 )
 
 import otel_loopguard
-from otel_loopguard import LoopGuard, LoopGuardSpanProcessor
+from otel_loopguard import LoopGuard, LoopGuardSpanProcessor, calls
 
 PACKAGE = str(Path(otel_loopguard.__file__).parent)
 Work = Callable[[TracerProvider, int], None]
@@ -174,15 +176,23 @@ def line(name: str, before: float, after: float, ratio: float | None = None) -> 
     print(f"{name:<44} {before / 1000:8.2f} us -> {after / 1000:8.2f} us   ratio {ratio:5.3f}")
 
 
+Providers = Callable[[bool, str], tuple[TracerProvider, LoopGuard | None]]
+
+
 def ratio(
-    name: str, make: Callable[[LoopGuard | None], Work], kind: str, n: int, rounds: int
+    name: str,
+    make: Callable[[LoopGuard | None], Work],
+    kind: str,
+    n: int,
+    rounds: int,
+    providers: Providers = provider,
 ) -> float:
     """The median over ``rounds`` pairs of the with/without ratio, each pair run back to back.
 
     This machine's speed can halve and recover within a second; two runs a few milliseconds
     apart see the same machine, so each pair's ratio is fair even when the pairs' times are not.
     """
-    sides = {True: provider(True, kind), False: provider(False, kind)}
+    sides = {True: providers(True, kind), False: providers(False, kind)}
     works = {side: make(guard) for side, (_, guard) in sides.items()}
     for side, (tp, _) in sides.items():  # warm-up
         timed(works[side], tp, n)
@@ -268,7 +278,6 @@ def memory(traces: int, calls: int) -> float:
 def parts(rounds: int) -> None:
     """Where a tool span's overhead goes: the tool workload on ``otlp`` with each digest left
     out in turn (replaced by a counter, so that every call still looks new) and with both."""
-    import otel_loopguard.calls as calls
     import otel_loopguard.lifecycle as lifecycle
     from otel_loopguard.history import ProposedCall
 
@@ -297,18 +306,72 @@ def parts(rounds: int) -> None:
             setattr(lifecycle, "digest_outcome", real["outcome"])  # noqa: B010
 
 
+class DigestsOnly(SpanProcessor):
+    """The least a loop guard does for a tool span: otel-loopguard's two digests (the argument
+    memo included) and one entry per call, read in place, and nothing else: no window, no rules,
+    no verdict. A yardstick for ``--parts``, not a product: what a loop guard in Python pays
+    before its rules."""
+
+    def __init__(self, downstream: SpanProcessor, guard: LoopGuard) -> None:
+        self._downstream = downstream
+        self._cfg = guard.settings.default
+        self._digest = calls.Digester()  # repeated argument texts reuse their key, as ours do
+        self.calls: dict[int, list[object]] = {}
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        raw: Any = span
+        attributes = raw._attributes._dict
+        if attributes.get("gen_ai.operation.name") == "execute_tool":
+            call = self._digest.call(
+                attributes["gen_ai.tool.name"], attributes["gen_ai.tool.call.arguments"], self._cfg
+            )
+            self.calls[raw._context.span_id] = [call, None]
+        self._downstream.on_start(span, parent_context)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        raw: Any = span
+        entry = self.calls.pop(raw._context.span_id, None)
+        if entry is not None:
+            result = raw._attributes._dict.get("gen_ai.tool.call.result")
+            entry[1] = calls.digest_outcome(False, result, None, self._cfg)
+        self._downstream.on_end(span)
+
+    def shutdown(self) -> None:
+        self._downstream.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self._downstream.force_flush(timeout_millis)
+
+
+def digests_only(rounds: int) -> None:
+    """The tool workload with :class:`DigestsOnly` in place of otel-loopguard's processor."""
+
+    def providers(guarded: bool, kind: str) -> tuple[TracerProvider, LoopGuard | None]:
+        if not guarded:
+            return provider(False, kind)
+        tracer_provider = TracerProvider()
+        guard = LoopGuard({"enabled": True})
+        tracer_provider.add_span_processor(DigestsOnly(downstream(kind), guard))
+        return tracer_provider, None  # nothing to check: its tool makes no guard.check() call
+
+    ratio("tool spans, the two digests only", tool_spans, "otlp", 100, rounds, providers)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=201, help="pairs of rounds (median)")
     parser.add_argument("--quick", action="store_true", help="a fifth of the work: a smoke run")
     parser.add_argument(
-        "--parts", action="store_true", help="only where a tool span's overhead goes"
+        "--parts",
+        action="store_true",
+        help="only where a tool span's overhead goes, and the digests-only yardstick",
     )
     args = parser.parse_args()
     scale = 5 if args.quick else 1
     rounds = args.rounds // scale
     if args.parts:
         parts(rounds)
+        digests_only(rounds)
         return
     print(f"{'workload':<44} {'without':>11} -> {'with':>8}")
     httpx = plain_spans("opentelemetry.instrumentation.httpx")
