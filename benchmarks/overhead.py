@@ -48,7 +48,8 @@ from opentelemetry.sdk.trace.export import (
 )
 
 import otel_loopguard
-from otel_loopguard import LoopGuard, LoopGuardSpanProcessor, calls
+from otel_loopguard import LoopGuard, LoopGuardSpanProcessor
+from otel_loopguard.calls import Digester, digest_outcome
 
 PACKAGE = str(Path(otel_loopguard.__file__).parent)
 Work = Callable[[TracerProvider, int], None]
@@ -278,6 +279,7 @@ def memory(traces: int, calls: int) -> float:
 def parts(rounds: int) -> None:
     """Where a tool span's overhead goes: the tool workload on ``otlp`` with each digest left
     out in turn (replaced by a counter, so that every call still looks new) and with both."""
+    import otel_loopguard.calls as calls
     import otel_loopguard.lifecycle as lifecycle
     from otel_loopguard.history import ProposedCall
 
@@ -315,7 +317,7 @@ class DigestsOnly(SpanProcessor):
     def __init__(self, downstream: SpanProcessor, guard: LoopGuard) -> None:
         self._downstream = downstream
         self._cfg = guard.settings.default
-        self._digest = calls.Digester()  # repeated argument texts reuse their key, as ours do
+        self._digest = Digester()  # repeated argument texts reuse their key, as ours do
         self.calls: dict[int, list[object]] = {}
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
@@ -333,7 +335,7 @@ class DigestsOnly(SpanProcessor):
         entry = self.calls.pop(raw._context.span_id, None)
         if entry is not None:
             result = raw._attributes._dict.get("gen_ai.tool.call.result")
-            entry[1] = calls.digest_outcome(False, result, None, self._cfg)
+            entry[1] = digest_outcome(False, result, None, self._cfg)
         self._downstream.on_end(span)
 
     def shutdown(self) -> None:
