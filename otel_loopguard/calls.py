@@ -32,9 +32,7 @@ _EMPTY = OutcomeDigest(None, None, "empty")
 def digest_call(tool: str, args: object, cfg: ResolvedConfig) -> ProposedCall:
     """The proposed call: tool, argument key, and whether the tool is polling."""
     key, value = fp.call_key(tool, args)
-    # Most calls: no poll rule names the tool (is_poll's own first test, without the call).
-    polling = tool in cfg.poll_tools and cfg.is_poll(tool, value)
-    return ProposedCall(sys.intern(tool), key, polling)
+    return ProposedCall(sys.intern(tool), key, cfg.is_poll(tool, value))
 
 
 def digest_outcome(

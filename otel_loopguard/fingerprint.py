@@ -332,8 +332,7 @@ def call_key(tool: str, args: object) -> tuple[int, object]:
             value = _LOADS(args)
             if type(value) is dict and len(value) > 1 and _ENVELOPE_KEYS.isdisjoint(value):
                 data = b"j" + _ENCODE(value).encode("ascii")  # as _canonical has it
-                digest = sha256(ARGS + tool.encode("utf-8", "surrogatepass") + b"\0" + data)
-                return int.from_bytes(digest.digest()[:8], "big") >> 4, value  # _key, inline
+                return _key(tool.encode("utf-8", "surrogatepass") + b"\0" + data, ARGS), value
         except (ValueError, RecursionError):
             pass  # the long way tells what it is
     normal = normalise(args)
@@ -393,7 +392,7 @@ def _text_result_key(text: str, patterns: ResultText) -> int | None:
         text = "".join(pieces)
     digest = _TEXT_RESULT.copy()  # no copy of the text to put the domain in front
     digest.update(text.encode("utf-8", "surrogatepass"))
-    return int.from_bytes(digest.digest()[:8], "big") >> 4  # _bits, inline
+    return _bits(digest)
 
 
 def _value_end(text: str, start: int) -> int:
