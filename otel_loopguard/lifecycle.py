@@ -72,6 +72,14 @@ class Lifecycle:
     def _glance_settles(self) -> bool:
         return self._in_place and not self._names_matter and not self._inherit
 
+    def plain(self, raw: Any) -> bool:
+        """The glance's test of a span read in place (only where ``glance`` holds): of a
+        ``pass_through`` instrumentation, or with none of ``keys``. Raises AttributeError or
+        TypeError for a span not laid out as the SDK's."""
+        return raw._instrumentation_scope._name in self.pass_through or self.keys.isdisjoint(
+            raw._attributes._dict
+        )
+
     def keep_ancestry(self) -> None:
         """File every span under its parent's entry, so that an ended span's nearest live
         ancestor can be found: a processor without ``downstream`` annotates it."""

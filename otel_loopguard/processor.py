@@ -51,18 +51,15 @@ class LoopGuardSpanProcessor(SpanProcessor):
         lifecycle = self._lifecycle
         try:
             raw: Any = span
-            # Inline, for it runs for every span of the application: a glance settles a span
-            # inside a trace that is of an HTTP, database or messaging instrumentation or has
-            # none of the attributes we read (Lifecycle.glance).
+            # Runs for every span of the application: a glance settles a span inside a trace
+            # that is of an HTTP, database or messaging instrumentation or has none of the
+            # attributes we read (Lifecycle.glance and Lifecycle.plain), without calling started.
             try:
                 settled = (
                     lifecycle.glance
                     and (parent := raw._parent) is not None
                     and not parent[IS_REMOTE]
-                    and (
-                        raw._instrumentation_scope._name in lifecycle.pass_through
-                        or lifecycle.keys.isdisjoint(raw._attributes._dict)
-                    )
+                    and lifecycle.plain(raw)
                 )
             except (AttributeError, TypeError):  # not laid out as the SDK's span
                 settled = False
@@ -86,10 +83,7 @@ class LoopGuardSpanProcessor(SpanProcessor):
                 settled = (
                     lifecycle.glance
                     and raw._context[SPAN_ID] not in lifecycle.entries
-                    and (
-                        raw._instrumentation_scope._name in lifecycle.pass_through
-                        or lifecycle.keys.isdisjoint(raw._attributes._dict)
-                    )
+                    and lifecycle.plain(raw)
                 )
             except (AttributeError, TypeError):  # not laid out as the SDK's span
                 settled = False
