@@ -10,6 +10,7 @@ inherit through it: per-agent configs, a conversation or attribute scope, or a p
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -35,6 +36,30 @@ Ended = tuple[Sequence[Mark], "LiveSpan | None", bool]
 """What ``Lifecycle.ended`` returns: the marks for the span, its entry, whether it is its own."""
 NO_MARKS: Sequence[Mark] = ()
 NOTHING_ENDED: Ended = (NO_MARKS, None, False)
+
+
+_RECENTLY_ENDED = 4096
+
+_logger = logging.getLogger("otel_loopguard")
+
+
+class Misuse:
+    """Warns once when the same span reaches this guard twice: the processor registered twice
+    on a provider, or two processors sharing this guard on one. Every call would otherwise be
+    counted twice (the first warning at the 5th call)."""
+
+    def __init__(self) -> None:
+        self.warned = False
+
+    def duplicate(self) -> None:
+        if self.warned:
+            return
+        self.warned = True
+        _logger.warning(
+            "otel-loopguard saw the same span twice: a LoopGuardSpanProcessor is registered "
+            "twice on one TracerProvider, or two processors share one LoopGuard there. Only "
+            "the first is counted; register one processor per guard and provider."
+        )
 
 
 def mark_of(decision: Decision, tool: str) -> Mark:
@@ -64,6 +89,9 @@ class Lifecycle:
         # Decided once: whether anything can inherit through a span with none of our attributes
         # (see keep_ancestry). With one agent config and the trace as scope, nothing does.
         self._inherit = bool(settings.agents) or self._scoped_by_attribute
+        self._recently_ended: dict[int, None] = {}
+        """Span ids whose end was handled, oldest first (a dict as an ordered set)."""
+        self._misuse = Misuse()
         self.glance = self._glance_settles()
         """Whether the processor may settle a span inside a trace with a glance, before calling
         ``started`` or ``ended``: the span is read in place, and is done with when it is of a
@@ -163,6 +191,10 @@ class Lifecycle:
         # Read in place, no snapshot: on_start runs inside start_span, before the span is handed
         # to the application, so no other thread can be setting its attributes meanwhile.
         trace_id, span_id, parent_id = ids
+        existing = self.entries.get(span_id)
+        if existing is not None and existing.span_id == span_id and existing.span() is span:
+            self._misuse.duplicate()  # the processor (or another on this guard) twice
+            return
         inherited = None if local_root or parent_id is None else self.entries.get(parent_id)
         agent = spans.agent_of(attributes) or (inherited.agent if inherited else None)
         scope = inherited.scope if inherited else None
@@ -174,7 +206,16 @@ class Lifecycle:
             scope_key = inherited.scope_key
         else:
             scope_key = trace_scope(trace_id)
-        live = LiveSpan(span, span_id, parent_id, trace_id, agent, scope, local_root, scope_key)
+        live = LiveSpan(
+            self.live.ref(span, span_id),
+            span_id,
+            parent_id,
+            trace_id,
+            agent,
+            scope,
+            local_root,
+            scope_key,
+        )
         self.live.add(span_id, live)
         if local_root and scope is None:
             with self.store.lock:
@@ -232,6 +273,8 @@ class Lifecycle:
                 with self.store.lock:
                     self.store.root_ended(entry.scope_key)
             return NOTHING_ENDED  # no marks: the entry is not needed
+        if self._ended_before(span_id):
+            return NOTHING_ENDED  # a second processor on this guard: the first did the work
         if entry is not None:
             scope_key = entry.scope_key
         else:  # not tracked at its start: none of our attributes then, or the map was full
@@ -266,6 +309,18 @@ class Lifecycle:
             with self.store.lock:
                 self.store.root_ended(scope_key)
         return marks, entry, own
+
+    def _ended_before(self, span_id: int) -> bool:
+        """Whether this span's end was handled already (two processors on one guard), and
+        remember it: only spans that carry our attributes get here, and the memory is bounded."""
+        ended = self._recently_ended
+        if span_id in ended:
+            self._misuse.duplicate()
+            return True
+        if len(ended) >= _RECENTLY_ENDED:
+            ended.pop(next(iter(ended)))
+        ended[span_id] = None
+        return False
 
     def _outcome(
         self,

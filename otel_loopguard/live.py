@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import os
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import islice
 
 from opentelemetry.trace import Span
 
 from .history import ProposedCall
 from .resolve import ResolvedConfig
 from .state import ScopeState
+from .store import TRACE_PREFIX
 from .verdict import Verdict
 
 __all__ = ["DEFAULT_SCOPE", "LiveSpan", "LiveSpans", "trace_scope"]
@@ -24,6 +27,7 @@ _LIVE: weakref.WeakSet[LiveSpans] = weakref.WeakSet()
 """Every live-span map in this process: a forked child clears them (its parent's spans)."""
 
 MAX_LIVE_SPANS = 1 << 16
+_EVICTION_CANDIDATES = 16
 
 DEFAULT_SCOPE = "default"
 """The scope of calls made outside any trace, when no scope is given."""
@@ -31,14 +35,23 @@ DEFAULT_SCOPE = "default"
 
 def trace_scope(trace_id: int) -> str:
     """The scope key of a trace (the default scope)."""
-    return f"trace:{trace_id:032x}"
+    return f"{TRACE_PREFIX}{trace_id:032x}"
+
+
+class SpanRef(weakref.ref):  # type: ignore[type-arg]  # weakref.ref[Span], with a slot
+    """A weak reference to a live span that knows the span's id: a span the application drops
+    without ending it is not kept alive (with its attributes) by otel-loopguard."""
+
+    __slots__ = ("span_id",)
+    span_id: int
 
 
 @dataclass(slots=True)
 class LiveSpan:
     """A live span with GenAI attributes, or a local root: what its descendants inherit."""
 
-    span: Span
+    span: Callable[[], Span | None]
+    """The span itself, or ``None`` once the application let go of it (a weak reference)."""
     span_id: int
     parent_id: int | None
     trace_id: int
@@ -67,33 +80,53 @@ class LiveSpans:
     def __init__(self, limit: int = MAX_LIVE_SPANS) -> None:
         self.entries: dict[int, LiveSpan] = {}
         self.limit = limit
-        self.dropped = 0
         _LIVE.add(self)
+
+    def ref(self, span: Span, span_id: int) -> SpanRef:
+        """A weak reference to ``span`` that takes its entry out of the map when the span is
+        garbage-collected without having ended."""
+        ref = SpanRef(span, self._gone)
+        ref.span_id = span_id
+        return ref
+
+    def _gone(self, ref: SpanRef) -> None:
+        # Runs wherever the collector does: a plain dictionary operation, no lock.
+        self.entries.pop(ref.span_id, None)
 
     def add(self, span_id: int, live: LiveSpan) -> None:
         spans = self.entries
         if len(spans) >= self.limit:
-            try:
-                spans.pop(next(iter(spans)))
-                self.dropped += 1
-            except (StopIteration, KeyError, RuntimeError):
-                pass  # another thread emptied it meanwhile
+            self._evict_one()
         spans[span_id] = live
+
+    def _evict_one(self) -> None:
+        """Make room: drop the oldest of the first few entries that is not a live local root
+        (dropping one would move its run to another scope mid-run), else the oldest."""
+        try:
+            oldest = list(islice(self.entries.items(), _EVICTION_CANDIDATES))
+        except RuntimeError:  # another thread changed the map meanwhile: next time
+            return
+        if not oldest:
+            return
+        victim = oldest[0][0]
+        for span_id, entry in oldest:
+            if not (entry.local_root and entry.span_id == span_id and entry.span() is not None):
+                victim = span_id
+                break
+        self.entries.pop(victim, None)
 
     def get(self, span_id: int | None) -> LiveSpan | None:
         """The span's entry or its nearest tracked ancestor's."""
         return self.entries.get(span_id) if span_id is not None else None
-
-    def pop(self, span_id: int) -> LiveSpan | None:
-        return self.entries.pop(span_id, None)
 
     def nearest_live_ancestor(self, entry: LiveSpan | None, own: bool) -> Span | None:
         """The closest tracked ancestor still recording; ``entry`` is the ended span's entry
         (``own``) or the ancestor entry it was filed under."""
         seen = 0
         while entry is not None and seen < 256:
-            if not own and entry.span.is_recording():
-                return entry.span
+            span = None if own else entry.span()
+            if span is not None and span.is_recording():
+                return span
             own = False
             entry = self.entries.get(entry.parent_id) if entry.parent_id is not None else None
             seen += 1

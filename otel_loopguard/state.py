@@ -7,6 +7,7 @@ own: the store's lock guards every method call.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 from .calls import OutcomeDigest
 from .compaction import CompactionGuard
@@ -18,7 +19,13 @@ from .verdict import OK, Verdict
 __all__ = ["Decision", "ScopeState"]
 
 MAX_OPEN_ASKS = 64
-MAX_OPEN_SPANS = 4096
+MIN_OPEN_SPANS = 64
+"""Open tool spans a scope keeps decisions for: at least this many, at most ``historySize`` if
+larger. A span that starts and never ends cannot hold more than a window's worth."""
+
+
+class _Counter(Protocol):
+    records: int
 
 
 @dataclass(slots=True)
@@ -60,6 +67,8 @@ class ScopeState:
     counts: dict[int, int] = field(default_factory=dict)
     """How many records of each call ``history`` holds: lets most calls skip the walk."""
     last_used: float = 0.0
+    tally: _Counter | None = None
+    """The store's running total of records, kept as the window grows."""
 
     # -- evaluation points -------------------------------------------------------------------
 
@@ -98,7 +107,7 @@ class ScopeState:
             decision = self._aborted()
         else:
             decision = self._propose(call, cfg, call_id, agent)
-        if len(self.spans) >= MAX_OPEN_SPANS:
+        if len(self.spans) >= max(MIN_OPEN_SPANS, self.history_size):
             self.spans.pop(next(iter(self.spans)))
         self.spans[span] = decision
         return decision
@@ -190,6 +199,8 @@ class ScopeState:
                 counts[evicted] = left
             else:
                 del counts[evicted]
+        elif self.tally is not None:
+            self.tally.records += 1
         history.append(record)
         fp = record.args_fp
         counts[fp] = counts.get(fp, 0) + 1

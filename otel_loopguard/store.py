@@ -12,7 +12,10 @@ from dataclasses import dataclass
 
 from .state import ScopeState
 
-__all__ = ["InMemoryStore", "StoreStats"]
+TRACE_PREFIX = "trace:"
+"""How a trace's scope key starts (``live.trace_scope`` makes them)."""
+
+__all__ = ["TRACE_PREFIX", "InMemoryStore", "StoreStats", "Tally"]
 
 _STORES: weakref.WeakSet[InMemoryStore] = weakref.WeakSet()
 """Every store alive in this process, for the fork handler (registered once, below)."""
@@ -28,7 +31,7 @@ class StoreStats:
     """Counters of the store: scopes held now, and scopes dropped for each reason."""
 
     scopes: int
-    """Scopes held now."""
+    """Scopes held now (``untracked`` ones included)."""
     records: int
     """Call records held now, in all scopes: at most ``historySize`` per scope."""
     evicted_lru: int
@@ -37,6 +40,22 @@ class StoreStats:
     """Scopes dropped after ``idleTtlSeconds`` without a call."""
     released: int
     """Scopes released because their trace's local root span ended (or ``reset``)."""
+    untracked: int = 0
+    """Scopes held now of traces whose local root this process does not see start (unsampled,
+    rooted in another provider, or already ended): kept apart, see :class:`InMemoryStore`."""
+
+
+class Tally:
+    """Running totals the store's statistics read without walking the scopes."""
+
+    __slots__ = ("records",)
+
+    def __init__(self) -> None:
+        self.records = 0
+
+
+EXPIRE_PER_CALL = 8
+"""Idle scopes dropped at most per store call: expiry is spread over calls, never a pause."""
 
 
 class InMemoryStore:
@@ -44,6 +63,14 @@ class InMemoryStore:
 
     ``lock`` is the one lock of otel-loopguard's state. Callers hold it only for the store's own
     methods and for ``ScopeState`` methods: never for I/O, logging, metrics or other processors.
+
+    A trace's scope is *tracked* while one of its local root spans is open here: its end
+    releases the scope. The scope of a trace with no open local root here (a request that was
+    not sampled but calls a guarded tool, a root in another provider, a child ending after its
+    root) is *untracked*: nothing will release it, so such scopes are held apart, at most
+    ``max_untracked`` of them, least recently used first, and they never evict a tracked one.
+    Other scopes (a conversation, an attribute, one given to ``check``) are held until LRU or
+    the idle TTL drops them, as tracked ones are.
     """
 
     def __init__(
@@ -52,17 +79,25 @@ class InMemoryStore:
         idle_ttl_seconds: float = 3600.0,
         *,
         clock: Callable[[], float] = time.monotonic,
+        max_untracked: int | None = None,
     ) -> None:
         if not isinstance(max_scopes, int) or isinstance(max_scopes, bool) or max_scopes < 1:
             raise ValueError(f"max_scopes: got {max_scopes!r}; allowed: an integer >= 1")
         if not isinstance(idle_ttl_seconds, int | float) or not idle_ttl_seconds > 0:
             raise ValueError(f"idle_ttl_seconds: got {idle_ttl_seconds!r}; allowed: a number > 0")
+        if max_untracked is None:
+            max_untracked = max(1, min(1024, max_scopes // 10))
+        if type(max_untracked) is not int or max_untracked < 1:
+            raise ValueError(f"max_untracked: got {max_untracked!r}; allowed: an integer >= 1")
         self.max_scopes = max_scopes
+        self.max_untracked = max_untracked
         self.idle_ttl_seconds = float(idle_ttl_seconds)
         self._clock = clock
         self.lock = threading.Lock()
         # Guarded by ``lock``: the scopes, least recently used first, and the counters.
         self._scopes: OrderedDict[str, ScopeState] = OrderedDict()
+        self._untracked: OrderedDict[str, ScopeState] = OrderedDict()
+        self._tally = Tally()
         self._evicted_lru = 0
         self._evicted_idle = 0
         self._released = 0
@@ -80,33 +115,52 @@ class InMemoryStore:
         # parent's scopes belong to the parent's traces, so the child starts empty.
         self.lock = threading.Lock()
         self._scopes = OrderedDict()
+        self._untracked = OrderedDict()
+        self._tally = Tally()
         self._roots = {}
 
     def get(self, key: str) -> ScopeState:
         """The scope's state, created if new; marks it used. Call with ``lock`` held."""
         now = self._clock()
+        self._expire(now)
+        tracked = key in self._roots or not key.startswith(TRACE_PREFIX)
         state = self._scopes.get(key)
-        if state is None:
-            self._expire(now)
-            if len(self._scopes) >= self.max_scopes:
-                self._scopes.popitem(last=False)
-                self._evicted_lru += 1
-            state = ScopeState(self._history_size)
-            self._scopes[key] = state
-        else:
+        if state is not None:
             self._scopes.move_to_end(key)
+        else:
+            state = self._untracked.get(key)
+            if state is None:
+                state = ScopeState(self._history_size, tally=self._tally)
+            elif tracked:
+                del self._untracked[key]  # its root started here after all
+            if tracked:
+                if len(self._scopes) >= self.max_scopes:
+                    self._drop(self._scopes.popitem(last=False)[1])
+                    self._evicted_lru += 1
+                self._scopes[key] = state
+            else:
+                if key not in self._untracked and len(self._untracked) >= self.max_untracked:
+                    self._drop(self._untracked.popitem(last=False)[1])
+                    self._evicted_lru += 1
+                self._untracked[key] = state
+                self._untracked.move_to_end(key)
         state.last_used = now
         return state
 
     def peek(self, key: str) -> ScopeState | None:
         """The scope's state if it exists, without creating it or marking it used.
 
-        One dictionary read: safe without ``lock`` for a single look-up."""
-        return self._scopes.get(key)
+        Dictionary reads only: safe without ``lock`` for a single look-up."""
+        state = self._scopes.get(key)
+        return state if state is not None else self._untracked.get(key)
 
     def release(self, key: str) -> None:
         """Drop a scope whose work is over. Call with ``lock`` held."""
-        if self._scopes.pop(key, None) is not None:
+        state = self._scopes.pop(key, None)
+        if state is None:
+            state = self._untracked.pop(key, None)
+        if state is not None:
+            self._drop(state)
             self._released += 1
 
     def root_started(self, key: str) -> None:
@@ -126,29 +180,40 @@ class InMemoryStore:
     def clear(self) -> None:
         with self.lock:
             self._scopes.clear()
+            self._untracked.clear()
             self._roots.clear()
+            self._tally.records = 0
+
+    def _drop(self, state: ScopeState) -> None:
+        self._tally.records -= len(state.history)
 
     def _expire(self, now: float) -> None:
+        """Drop at most ``EXPIRE_PER_CALL`` idle scopes, the longest idle first."""
         cutoff = now - self.idle_ttl_seconds
-        while self._scopes:
-            oldest = next(iter(self._scopes.values()))
-            if oldest.last_used > cutoff:
-                break
-            self._scopes.popitem(last=False)
-            self._evicted_idle += 1
+        budget = EXPIRE_PER_CALL
+        for scopes in (self._scopes, self._untracked):
+            while budget and scopes:
+                oldest = next(iter(scopes.values()))
+                if oldest.last_used > cutoff:
+                    break
+                self._drop(scopes.popitem(last=False)[1])
+                self._evicted_idle += 1
+                budget -= 1
 
     def stats(self) -> StoreStats:
+        """The counters, kept as the store changes: reading them costs the same at any size."""
         with self.lock:
             return StoreStats(
-                scopes=len(self._scopes),
-                records=sum(len(state.history) for state in self._scopes.values()),
+                scopes=len(self._scopes) + len(self._untracked),
+                records=self._tally.records,
                 evicted_lru=self._evicted_lru,
                 evicted_idle=self._evicted_idle,
                 released=self._released,
+                untracked=len(self._untracked),
             )
 
     def __len__(self) -> int:
-        return len(self._scopes)
+        return len(self._scopes) + len(self._untracked)
 
 
 if hasattr(os, "register_at_fork"):
