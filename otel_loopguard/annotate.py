@@ -12,16 +12,21 @@ from typing import Any
 
 from opentelemetry import context as context_api
 from opentelemetry import metrics, trace
+from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.sdk.trace import Event, ReadableSpan
-from opentelemetry.trace import Span, SpanContext, Status, StatusCode
+from opentelemetry.sdk.util import BoundedList
+from opentelemetry.trace import Link, Span, SpanContext, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
+from . import sdkspan
 from .verdict import Verdict
 
 __all__ = ["EVENT_NAME", "Annotator", "Mark", "enriched_copy", "event_attributes", "meter_of"]
 
 EVENT_NAME = "loopguard.loop_detected"
 COUNTER_NAME = "loopguard.detections"
+OTHER_TOOLS = "other"
+"""The counter's tool name for tools beyond ``metrics.toolNames`` / ``maxToolNames``."""
 
 _logger = logging.getLogger("otel_loopguard")
 
@@ -88,7 +93,18 @@ def meter_of(meter_provider: metrics.MeterProvider | None) -> metrics.Meter:
 class Annotator:
     """Writes detections to spans, to the ``otel_loopguard`` logger and to the counter."""
 
-    def __init__(self, meter_provider: metrics.MeterProvider | None) -> None:
+    def __init__(
+        self,
+        meter_provider: metrics.MeterProvider | None,
+        *,
+        tool_names: frozenset[str] | None = None,
+        max_tool_names: int = 100,
+    ) -> None:
+        self._allowed = tool_names
+        self._max_tool_names = max_tool_names
+        # The tool names given a series so far (without an allow-list). Plain set operations,
+        # atomic under the GIL: two threads racing may add one name more than the maximum.
+        self._series: set[str] = set()
         meter = meter_of(meter_provider)
         self._counter = meter.create_counter(
             COUNTER_NAME,
@@ -105,6 +121,18 @@ class Annotator:
         if mark.signal:
             self.signal(mark, span.get_span_context())
 
+    def _series_name(self, tool: str) -> str:
+        """The counter's tool-name attribute: the tool's name, or ``other`` past the bound."""
+        if self._allowed is not None:
+            return tool if tool in self._allowed else OTHER_TOOLS
+        series = self._series
+        if tool in series:
+            return tool
+        if len(series) < self._max_tool_names:
+            series.add(tool)
+            return tool
+        return OTHER_TOOLS
+
     def signal(self, mark: Mark, span_context: SpanContext) -> None:
         """The log record (inside the tool span's context) and the counter increment."""
         verdict = mark.verdict
@@ -115,7 +143,7 @@ class Annotator:
                 "loopguard.detector": attributes["loopguard.detector"],
                 "loopguard.level": verdict.level,
                 "loopguard.action": verdict.action,
-                "gen_ai.tool.name": mark.tool,
+                "gen_ai.tool.name": self._series_name(mark.tool),
             },
         )
         level = logging.WARNING if verdict.action in ("warn", "none") else logging.ERROR
@@ -124,18 +152,29 @@ class Annotator:
         token = context_api.attach(trace.set_span_in_context(trace.NonRecordingSpan(span_context)))
         try:
             _logger.log(level, verdict.message, extra=dict(attributes))
+        except Exception:  # the application's logging failed (a filter that raises): not ours
+            pass
         finally:
             context_api.detach(token)
 
 
 def enriched_copy(span: ReadableSpan, marks: Sequence[Mark]) -> ReadableSpan:
-    """A copy of an ended span with the detections added; everything else is identical."""
-    attributes: dict[str, Any] = dict(span.attributes or {})
-    events = list(span.events)
+    """A copy of an ended span with the detections added; everything else is identical,
+    including the span's limits and its dropped attribute, event and link counts."""
+    bounds = sdkspan.bounds_of(span)
+    attributes = BoundedAttributes(
+        bounds.attributes, span.attributes, immutable=False, max_value_len=bounds.value_length
+    )
+    attributes.dropped += span.dropped_attributes
+    events: BoundedList[Event] = BoundedList.from_seq(bounds.events, span.events)
+    events.dropped += span.dropped_events
+    links: BoundedList[Link] = BoundedList.from_seq(None, span.links)
+    links.dropped = span.dropped_links
     status = span.status
     for mark in marks:
         events.append(Event(EVENT_NAME, event_attributes(mark), span.end_time))
-        attributes.update(span_attributes(mark, attributes))
+        for key, value in span_attributes(mark, attributes).items():
+            attributes[key] = value  # counted as dropped when the span's limit is reached
         if mark.verdict.aborted:
             status = Status(StatusCode.ERROR, mark.verdict.message)
     return ReadableSpan(
@@ -145,7 +184,7 @@ def enriched_copy(span: ReadableSpan, marks: Sequence[Mark]) -> ReadableSpan:
         resource=span.resource,
         attributes=attributes,
         events=events,
-        links=span.links,
+        links=links,
         kind=span.kind,
         status=status,
         start_time=span.start_time,

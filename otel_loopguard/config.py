@@ -29,6 +29,7 @@ __all__ = [
     "DetectorToggles",
     "LoopDetectionConfig",
     "LoopGuardConfig",
+    "MetricsConfig",
     "PollToolRule",
     "PostCompactionGuardConfig",
     "StoreConfig",
@@ -114,7 +115,18 @@ class StoreConfig(_Block):
     idle_ttl_seconds: Annotated[StrictInt | StrictFloat, Field(gt=0)] | None = None
 
 
-_GLOBAL_ONLY = ("scope", "tool_spans", "compaction", "store", "pass_through_scopes")
+class MetricsConfig(_Block):
+    """The ``loopguard.detections`` counter: its ``gen_ai.tool.name`` attribute is bounded, so a
+    flood of distinct tool names cannot exhaust the SDK's series limit."""
+
+    tool_names: list[Name] | None = None
+    """Only these tool names get a series of their own; every other is counted as ``other``."""
+    max_tool_names: Count | None = None
+    """Without ``toolNames``: the first this many distinct tool names get a series of their own
+    (default 100); later ones are counted as ``other``."""
+
+
+_GLOBAL_ONLY = ("scope", "tool_spans", "compaction", "store", "metrics", "pass_through_scopes")
 
 
 class LoopDetectionConfig(_Block):
@@ -147,6 +159,7 @@ class LoopDetectionConfig(_Block):
     tool_spans: list[ToolSpanRule] | None = None
     compaction: CompactionRecognition | None = None
     store: StoreConfig | None = None
+    metrics: MetricsConfig | None = None
     pass_through_scopes: list[Name] | None = None
     """Instrumentation scope names whose spans are never tool calls (HTTP, database, ...)."""
 
@@ -240,6 +253,7 @@ def known_keys() -> dict[str, Any]:
         ToolSpanRule,
         CompactionRecognition,
         StoreConfig,
+        MetricsConfig,
     ):
         for name, field in model.model_fields.items():
             keys[field.alias or name] = model

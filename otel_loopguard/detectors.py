@@ -7,7 +7,7 @@ cost of a call does not grow with the length of the trace.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from itertools import islice
 
 from .history import CallRecord, ProposedCall
@@ -172,9 +172,10 @@ def evaluate(
 
     unknown, name = unknown_tool_tail(records, tool)
     if unknown >= cfg.unknown_tool_threshold and name is not None:
-        verdict = _verdict("unknown_tool_repeat", "critical", "block", name, unknown)
-        # The message names the missing tool; the verdict is about the calling tool.
-        return Finding(replace(verdict, tool_name=tool), ("unknown", tool, name))
+        # Named by the span's tool name: the missing tool's name comes from error text, which
+        # is never copied into a message (it may carry a secret).
+        verdict = _verdict("unknown_tool_repeat", "critical", "block", tool, unknown)
+        return Finding(verdict, ("unknown", tool, name))
 
     streak, recent = streak_and_count(records, fp)
     if streak >= cfg.global_circuit_breaker_threshold:

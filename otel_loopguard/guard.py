@@ -48,7 +48,11 @@ class LoopGuard:
             store if store is not None else InMemoryStore(g.max_scopes, g.idle_ttl_seconds)
         )
         self._store.configure(self.settings.max_history_size)
-        self._annotator = Annotator(meter_provider)
+        self._annotator = Annotator(
+            meter_provider,
+            tool_names=g.metric_tool_names,
+            max_tool_names=g.max_metric_tool_names,
+        )
         observe_store(self._store, meter_provider)
         self._lifecycle = Lifecycle(self.settings, self._store, self._annotator)
         self._live = self._lifecycle.live
@@ -68,9 +72,37 @@ class LoopGuard:
     ) -> Verdict:
         """The verdict on a tool call: ``check(name, args)`` before running it, or ``check()``
         inside the live tool span (its attributes as they are now). Never counts a call twice.
+
+        Raises ``ValueError`` for arguments it cannot use; an internal error never escapes
+        (it is logged once per kind, and the call is let through).
         """
         if name is not None or call_id is not None or scope is not None or agent is not None:
             _check_arguments(name, call_id, scope, agent)
+            name, call_id, scope, agent = (
+                None if value is None else spans.bounded(value)
+                for value in (name, call_id, scope, agent)
+            )
+        try:
+            return self._check(name, args, call_id, scope, agent)
+        except _Misuse:
+            raise
+        except Exception as exc:
+            failure = exc
+        try:
+            self._errors.report("check", failure)
+        except Exception as raised:
+            if raised is failure:
+                raise  # strict mode: a bug of otel-loopguard fails this project's tests
+        return OK
+
+    def _check(
+        self,
+        name: str | None,
+        args: object,
+        call_id: str | None,
+        scope: str | None,
+        agent: str | None,
+    ) -> Verdict:
         current = trace.get_current_span()
         context = current.get_span_context()
         span_id = context.span_id
@@ -96,7 +128,7 @@ class LoopGuard:
         in_tool_span, span_view = self._view_of(current)
         if name is None:
             if not in_tool_span:
-                raise ValueError(
+                raise _Misuse(
                     "guard.check() without a tool name must run inside a tool span (one with "
                     "gen_ai.operation.name='execute_tool', openinference.span.kind='TOOL' or "
                     "traceloop.span.kind='tool'); otherwise call guard.check(name, args)"
@@ -213,6 +245,10 @@ class LoopGuard:
     def _tracer(self) -> trace.Tracer:
         provider = self._tracer_provider or trace.get_tracer_provider()
         return provider.get_tracer("otel_loopguard")
+
+
+class _Misuse(ValueError):
+    """A call of the agent-facing API that cannot be answered: raised to the caller."""
 
 
 def _check_arguments(name: object, call_id: object, scope: object, agent: object) -> None:

@@ -48,57 +48,87 @@ class LoopGuardSpanProcessor(SpanProcessor):
         return self._downstream
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-        lifecycle = self._lifecycle
+        # Every call below sits inside a try whose handler calls nothing: even at the recursion
+        # limit, nothing escapes into start_span, and the span goes on before we report.
+        failure = theirs = None
         try:
-            raw: Any = span
-            # Runs for every span of the application: a glance settles a span inside a trace
-            # that is of an HTTP, database or messaging instrumentation or has none of the
-            # attributes we read (Lifecycle.glance and Lifecycle.plain), without calling started.
-            try:
-                settled = (
-                    lifecycle.glance
-                    and (parent := raw._parent) is not None
-                    and not parent[IS_REMOTE]
-                    and lifecycle.plain(raw)
-                )
-            except (AttributeError, TypeError):  # not laid out as the SDK's span
-                settled = False
-            if not settled:
-                lifecycle.started(span)
+            self._started(span)
         except Exception as exc:
-            self.guard._errors.report("on_start", exc)
+            failure = exc
         if self._forward_start is not None:
             try:
                 self._forward_start(span, parent_context)
             except Exception as exc:
-                self.guard._errors.report("downstream.on_start", exc, ours=False)
+                theirs = exc
+        if failure is not None or theirs is not None:
+            try:
+                self._report("on_start", failure, theirs)
+            except Exception as raised:
+                if raised is failure:
+                    raise  # strict mode: a bug of otel-loopguard fails this project's tests
 
     def on_end(self, span: ReadableSpan) -> None:
-        forward = span
-        lifecycle = self._lifecycle
+        forward: ReadableSpan = span
+        failure = theirs = None
         try:
-            raw: Any = span
-            # The glance of on_start, and the span has no entry: it was settled at its start.
-            try:
-                settled = (
-                    lifecycle.glance
-                    and raw._context[SPAN_ID] not in lifecycle.entries
-                    and lifecycle.plain(raw)
-                )
-            except (AttributeError, TypeError):  # not laid out as the SDK's span
-                settled = False
-            if not settled:
-                marks, entry, own = lifecycle.ended(span)
-                if marks:
-                    forward = self._annotated(span, marks, entry, own)
+            forward = self._ended(span)
         except Exception as exc:
-            forward = span
-            self.guard._errors.report("on_end", exc)
+            failure = exc
         if self._forward_end is not None:
             try:
                 self._forward_end(forward)
             except Exception as exc:
-                self.guard._errors.report("downstream.on_end", exc, ours=False)
+                theirs = exc
+        if failure is not None or theirs is not None:
+            try:
+                self._report("on_end", failure, theirs)
+            except Exception as raised:
+                if raised is failure:
+                    raise  # strict mode, as in on_start
+
+    def _report(self, where: str, ours: Exception | None, theirs: Exception | None) -> None:
+        """Log internal errors once per kind; re-raises ``ours`` only in strict mode."""
+        errors = self.guard._errors
+        if theirs is not None:
+            errors.report(f"downstream.{where}", theirs, ours=False)
+        if ours is not None:
+            errors.report(where, ours)
+
+    def _started(self, span: Span) -> None:
+        lifecycle = self._lifecycle
+        raw: Any = span
+        # Runs for every span of the application: a glance settles a span inside a trace that
+        # is of an HTTP, database or messaging instrumentation or has none of the attributes we
+        # read (Lifecycle.glance and Lifecycle.plain), without calling started.
+        try:
+            settled = (
+                lifecycle.glance
+                and (parent := raw._parent) is not None
+                and not parent[IS_REMOTE]
+                and lifecycle.plain(raw)
+            )
+        except (AttributeError, TypeError):  # not laid out as the SDK's span
+            settled = False
+        if not settled:
+            lifecycle.started(span)
+
+    def _ended(self, span: ReadableSpan) -> ReadableSpan:
+        """The span to pass on: itself, or an enriched copy."""
+        lifecycle = self._lifecycle
+        raw: Any = span
+        # The glance of on_start, and the span has no entry: it was settled at its start.
+        try:
+            settled = (
+                lifecycle.glance
+                and raw._context[SPAN_ID] not in lifecycle.entries
+                and lifecycle.plain(raw)
+            )
+        except (AttributeError, TypeError):  # not laid out as the SDK's span
+            settled = False
+        if settled:
+            return span
+        marks, entry, own = lifecycle.ended(span)
+        return self._annotated(span, marks, entry, own) if marks else span
 
     def _annotated(
         self, span: ReadableSpan, marks: Sequence[Mark], entry: LiveSpan | None, own: bool
@@ -123,7 +153,7 @@ class LoopGuardSpanProcessor(SpanProcessor):
             try:
                 self.downstream.shutdown()
             except Exception as exc:
-                self.guard._errors.report("downstream.shutdown", exc, ours=False)
+                self._report("shutdown", None, exc)
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         if self.downstream is None:
@@ -131,5 +161,5 @@ class LoopGuardSpanProcessor(SpanProcessor):
         try:
             return self.downstream.force_flush(timeout_millis)
         except Exception as exc:
-            self.guard._errors.report("downstream.force_flush", exc, ours=False)
+            self._report("force_flush", None, exc)
             return False

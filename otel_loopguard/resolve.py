@@ -182,6 +182,10 @@ class GlobalSettings:
     compaction_operation_names: frozenset[str] = frozenset({"compaction", "compact"})
     max_scopes: int = 10_000
     idle_ttl_seconds: float = 3600.0
+    metric_tool_names: frozenset[str] | None = None
+    """The tool names the detections counter gives a series of their own (``None``: the first
+    ``max_metric_tool_names``)."""
+    max_metric_tool_names: int = 100
     pass_through_scopes: frozenset[str] = frozenset(
         f"opentelemetry.instrumentation.{name}" for name in PASS_THROUGH
     )
@@ -305,6 +309,7 @@ def _globals(block: LoopDetectionConfig) -> GlobalSettings:
             names.append(re.compile(rule.span_name))
     compaction = block.compaction
     store = block.store
+    metrics = block.metrics
     return GlobalSettings(
         scope=block.scope or defaults.scope,
         tool_span_attributes=tuple(attributes),
@@ -326,6 +331,13 @@ def _globals(block: LoopDetectionConfig) -> GlobalSettings:
         ),
         max_scopes=(store and store.max_scopes) or defaults.max_scopes,
         idle_ttl_seconds=float((store and store.idle_ttl_seconds) or defaults.idle_ttl_seconds),
+        metric_tool_names=(
+            frozenset(metrics.tool_names)
+            if metrics and metrics.tool_names is not None
+            else defaults.metric_tool_names
+        ),
+        max_metric_tool_names=(metrics and metrics.max_tool_names)
+        or defaults.max_metric_tool_names,
     )
 
 

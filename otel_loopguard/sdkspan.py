@@ -12,6 +12,7 @@ the public accessors are used instead: slower, never wrong.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry.context import Context
@@ -28,6 +29,7 @@ __all__ = [
     "TRACE_ID",
     "attribute_map",
     "attributes_of",
+    "bounds_of",
 ]
 
 TRACE_ID = 0
@@ -124,3 +126,29 @@ def attributes_of(attributes: Mapping[str, Any] | None) -> dict[str, Any]:
         if isinstance(copied, dict):
             return copied
     return dict(attributes)
+
+
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """A span's limits: most attributes, longest attribute value, most events (``None``: none)."""
+
+    attributes: int | None = None
+    value_length: int | None = None
+    events: int | None = None
+
+
+def _limit(value: object) -> int | None:
+    return value if type(value) is int and value >= 0 else None
+
+
+def bounds_of(span: Any) -> Bounds:
+    """The limits an SDK span was made with (its ``BoundedAttributes`` and event list hold
+    them), so that a copy keeps them; no limits for any other span."""
+    attributes = getattr(span, "_attributes", None)
+    events = getattr(span, "_events", None)
+    queue = getattr(events, "_dq", None)
+    return Bounds(
+        attributes=_limit(getattr(attributes, "maxlen", None)),
+        value_length=_limit(getattr(attributes, "max_value_len", None)),
+        events=_limit(getattr(queue, "maxlen", None)),
+    )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from hashlib import sha256
 from typing import Any
 
 from .resolve import GlobalSettings
@@ -19,6 +20,7 @@ __all__ = [
     "COMPACTION_ATTRIBUTE",
     "ToolCallView",
     "agent_of",
+    "bounded",
     "error_of",
     "is_compaction",
     "is_tool_span",
@@ -59,11 +61,34 @@ _KEYS = frozenset(
     )
 )
 
+MAX_NAME_CHARS = 128
+"""Tool names, agent, call and scope ids longer than this are kept as a prefix and a digest."""
+
+_MAX_ERROR_SCAN = 2000
+"""Only the start of an error message is searched for an unknown tool's name."""
+
+# Linear on any input: every quantifier is bounded, so each start costs a bounded amount of work.
+_NAME = r"[`'\"]?([\w.\-/]{1,128})"
 _UNKNOWN = (
-    re.compile(r"unknown tool(?: name)?\s*[:=]?\s*[`'\"]?([\w.\-/]+)", re.IGNORECASE),
-    re.compile(r"\btool\s+[`'\"]?([\w.\-/]+)[`'\"]?\s+(?:was\s+)?not\s+found", re.IGNORECASE),
-    re.compile(r"\btool\s+[`'\"]?([\w.\-/]+)[`'\"]?\s+is\s+not\s+available", re.IGNORECASE),
+    re.compile(r"unknown tool(?: name)?\s{0,8}[:=]?\s{0,8}" + _NAME, re.IGNORECASE),
+    re.compile(
+        r"\btool\s{1,8}" + _NAME + r"[`'\"]?\s{1,8}(?:was\s{1,8})?not\s{1,8}found",
+        re.IGNORECASE,
+    ),
+    re.compile(
+        r"\btool\s{1,8}" + _NAME + r"[`'\"]?\s{1,8}is\s{1,8}not\s{1,8}available",
+        re.IGNORECASE,
+    ),
 )
+
+
+def bounded(text: str, limit: int = MAX_NAME_CHARS) -> str:
+    """``text``, or when longer than ``limit`` its start and a digest of the whole: names and
+    ids from spans are kept in memory and shown in messages, and a hostile one can be huge."""
+    if len(text) <= limit:
+        return text
+    digest = sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{text[: limit - 17]}~{digest}"
 
 
 @dataclass(slots=True)
@@ -107,9 +132,14 @@ def _first_text(attributes: Mapping[str, Any], keys: Sequence[str]) -> str | Non
 
 
 def _text(value: object) -> str | None:
+    """A name or id as bounded text (see :func:`bounded`), or ``None``."""
     if type(value) is str:
-        return value or None
-    if isinstance(value, int | float) and not isinstance(value, bool):
+        return bounded(value) if value else None
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value.bit_length() > 64:  # str() refuses ints of more than 4 300 digits
+            return bounded(f"0x{value:x}")
+        return str(value)
+    if isinstance(value, float):
         return str(value)
     return None
 
@@ -140,14 +170,16 @@ def _tool_name(attributes: Mapping[str, Any], span_name: str) -> str | None:
     if name.endswith(".tool"):
         name = name[: -len(".tool")]
     name = name.strip()
-    return name or None
+    return bounded(name) if name else None
 
 
 def read_call(attributes: Mapping[str, Any], span_name: str) -> ToolCallView | None:
     """The call a tool span describes, or ``None`` when it has no usable tool name."""
     # The OTel GenAI keys come first in every lookup order: try them before the loops.
     tool = attributes.get("gen_ai.tool.name")
-    if type(tool) is not str or not tool:
+    if type(tool) is str and 0 < len(tool) <= MAX_NAME_CHARS:
+        pass  # the usual case
+    else:
         tool = _tool_name(attributes, span_name)
         if tool is None:
             return None
@@ -155,7 +187,7 @@ def read_call(attributes: Mapping[str, Any], span_name: str) -> ToolCallView | N
     if arguments is None or arguments == "":
         arguments = _first(attributes, _ARGUMENTS)
     call_id = attributes.get("gen_ai.tool.call.id")
-    if type(call_id) is not str or not call_id:
+    if type(call_id) is not str or not 0 < len(call_id) <= MAX_NAME_CHARS:
         call_id = _first_text(attributes, _CALL_ID)
     return ToolCallView(tool, arguments, arguments is not None, call_id)
 
@@ -192,14 +224,19 @@ def error_of(
 
 
 def unknown_tool_name(error: str | None) -> str | None:
-    """The missing tool's name when an error says the tool does not exist."""
+    """When an error says a tool does not exist, a digest of the missing tool's name.
+
+    A digest, not the name: it is only compared, and the text of an error is not ours to keep
+    or show (it may carry a secret that happens to sit where a name would).
+    """
     if not error:
         return None
-    text = error[:2000]
+    text = error[:_MAX_ERROR_SCAN]
     for pattern in _UNKNOWN:
         match = pattern.search(text)
         if match:
-            return match.group(1).rstrip(".")
+            name = match.group(1).rstrip(".")
+            return sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return None
 
 
