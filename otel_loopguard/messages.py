@@ -1,8 +1,6 @@
-"""Messages a model can act on (§4.4). They name tools and counts, never argument values."""
+"""Messages a model can act on. They name tools and counts, never argument values."""
 
 from __future__ import annotations
-
-import re
 
 __all__ = ["TAG", "WARNING_KEY", "message", "strip_messages"]
 
@@ -13,14 +11,50 @@ recognised and fingerprinted without it: otherwise each new count would look lik
 WARNING_KEY = "loopguard_warning"
 """The key ``guard.tool`` adds a warning under in a mapping result; never part of a fingerprint."""
 
-_MESSAGE = re.compile(r"(?:WARNING|CRITICAL): [^\n]*?" + re.escape(TAG))
+MAX_MESSAGE_CHARS = 1024
+"""How far before a tag its message may start. A message is under 600 characters with tool
+names capped at 256, so this finds every one; a search that could reach further back would let
+a long line of ``WARNING: `` prefixes cost time quadratic in its length."""
+
+MAX_SEARCH_CHARS = 65_536
+"""Only this many characters at the end of a result are searched for messages: ``guard.tool``
+appends them there, and a 10 MB result costs no more to search than a 64 KiB one. What comes
+before is hashed as it is."""
+
+_STARTS = ("WARNING: ", "CRITICAL: ")
 
 
 def strip_messages(text: str) -> str:
-    """``text`` without the messages otel-loopguard wrote into it."""
-    if TAG not in text:
+    """``text`` without the messages otel-loopguard wrote into it.
+
+    A message runs from ``WARNING: `` or ``CRITICAL: `` to the tag on the same line, its start
+    at most :data:`MAX_MESSAGE_CHARS` before the tag. Each tag is found once and looked back
+    from once, so the work is linear in the length searched.
+    """
+    origin = max(0, len(text) - MAX_SEARCH_CHARS)
+    tag = text.find(TAG, origin)
+    if tag < 0:
         return text
-    return _MESSAGE.sub("", text).strip()
+    pieces = [text[:origin]] if origin else []
+    kept = origin  # the text before this index is in pieces, or removed
+    searched = origin  # a message found after a tag starts after this index
+    while tag >= 0:
+        low = max(searched, tag - MAX_MESSAGE_CHARS, text.rfind("\n", searched, tag) + 1)
+        start = _first_start(text, low, tag)
+        end = tag + len(TAG)
+        if start >= 0:
+            pieces.append(text[kept:start])
+            kept = end
+        searched = end
+        tag = text.find(TAG, end)
+    pieces.append(text[kept:])
+    return "".join(pieces).strip()
+
+
+def _first_start(text: str, low: int, high: int) -> int:
+    """Where the first message start lies wholly in ``text[low:high]``; -1 when none does."""
+    found = [index for index in (text.find(s, low, high) for s in _STARTS) if index >= 0]
+    return min(found, default=-1)
 
 
 def message(detector: str, level: str, tool: str, count: int, paired: str | None = None) -> str:

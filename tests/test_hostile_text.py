@@ -1,0 +1,109 @@
+"""Hostile text costs linear time and a bounded stack, whatever the host's limits.
+
+Anything that could hang or crash the interpreter runs in a subprocess with a generous limit:
+a quadratic pattern or an unbounded recursion shows as a timeout or a crash, never as a slow test.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from otel_loopguard.messages import TAG, message, strip_messages
+
+LIMIT = 60.0
+"""Seconds: what the work needs in linear time is a few milliseconds."""
+
+
+def finishes(code: str) -> subprocess.CompletedProcess[str]:
+    """Runs ``code`` in a fresh interpreter; fails the test on a timeout or a crash."""
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=LIMIT
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"still running after {LIMIT:.0f} s")
+    assert done.returncode == 0, f"exit status {done.returncode}: {done.stderr[-2000:]}"
+    return done
+
+
+# Messages in a result
+
+
+def test_a_tag_before_many_warning_prefixes_on_one_line_is_read_in_linear_time() -> None:
+    # One tag, then "WARNING: " over and over with no newline: every prefix would scan to the
+    # end of the line for a tag. 200 texts of 60 KB, each different so that nothing is cached.
+    finishes(
+        "from otel_loopguard.messages import strip_messages\n"
+        "for i in range(200):\n"
+        "    strip_messages(str(i) + '[loopguard]' + 'WARNING: ' * 6_600)\n"
+    )
+
+
+def test_a_long_result_with_many_warning_prefixes_is_read_in_linear_time() -> None:
+    finishes(
+        "from otel_loopguard.messages import strip_messages\n"
+        "strip_messages('[loopguard]' + 'WARNING: ' * 120_000)\n"
+        "strip_messages('WARNING: ' * 120_000 + '[loopguard]' + 'WARNING: ' * 7_000)\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("detector", "level"),
+    [
+        ("generic_repeat", "warning"),
+        ("generic_repeat", "critical"),
+        ("known_poll_no_progress", "warning"),
+        ("ping_pong", "critical"),
+        ("unknown_tool_repeat", "critical"),
+        ("global_circuit_breaker", "critical"),
+        ("compaction_loop_persisted", "critical"),
+        ("a_detector_without_a_text", "warning"),
+    ],
+)
+def test_a_message_appended_to_a_result_is_stripped(detector: str, level: str) -> None:
+    longest_tool = "t" * 256
+    text = message(detector, level, longest_tool, 12, paired="p" * 256)
+    assert strip_messages("the result\n\n" + text) == "the result"
+
+
+def test_several_messages_are_stripped_and_the_results_own_warnings_are_kept() -> None:
+    one = message("generic_repeat", "warning", "search", 3)
+    two = message("ping_pong", "critical", "search", 6, paired="fetch")
+    result = "WARNING: disk almost full\nrows: 3"
+    assert strip_messages(f"{result}\n\n{one}\n\n{two}") == result
+    assert strip_messages(result) == result
+
+
+def test_a_message_at_the_end_of_a_long_result_is_stripped() -> None:
+    result = "line of output\n" * 20_000
+    appended = result + "\n\n" + message("generic_repeat", "warning", "tail_log", 4)
+    assert strip_messages(appended) == result.strip()
+
+
+def test_a_long_result_is_searched_for_messages_only_at_its_end() -> None:
+    # guard.tool appends its messages at the end: a tag far before it is the tool's own text.
+    early = message("generic_repeat", "warning", "tail_log", 4)
+    result = early + "\n" + "x" * 200_000
+    assert strip_messages(result) == result
+
+
+_BEFORE = re.compile(r"(?:WARNING|CRITICAL): [^\n]*?" + re.escape(TAG))
+"""How messages were found before the search was bounded: the reference on ordinary text."""
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["WARNING: ", "CRITICAL: ", TAG, "\n", "x", " ", "WARNING", ": ", "["]),
+        max_size=60,
+    )
+)
+def test_ordinary_text_loses_exactly_what_it_lost_before(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    assert strip_messages(text) == (_BEFORE.sub("", text).strip() if TAG in text else text)
