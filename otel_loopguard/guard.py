@@ -8,16 +8,15 @@ from typing import Any, TypeVar, overload
 from opentelemetry import metrics, trace
 
 from . import spans
-from .annotate import Annotator
 from .config import LoopGuardConfig
-from .lifecycle import Lifecycle, mark_of
+from .lifecycle import mark_of
 from .live import DEFAULT_SCOPE, trace_scope
 from .loading import ConfigSource, load_config
-from .resolve import ResolvedConfig, Settings, resolve
-from .safety import InternalErrors
-from .state import Decision
+from .resolve import Settings, resolve
+from .runtime import Runtime
 from .state_metrics import observe_store
 from .store import InMemoryStore, StoreStats
+from .tool import guarded_tool
 from .verdict import OK, Verdict, exception_for
 
 __all__ = ["LoopGuard"]
@@ -44,20 +43,17 @@ class LoopGuard:
         self.config: LoopGuardConfig = load_config(config)
         self.settings: Settings = resolve(self.config)
         g = self.settings.globals
-        self._store = (
-            store if store is not None else InMemoryStore(g.max_scopes, g.idle_ttl_seconds)
-        )
-        self._store.configure(self.settings.max_history_size)
-        self._annotator = Annotator(
-            meter_provider,
-            tool_names=g.metric_tool_names,
-            max_tool_names=g.max_metric_tool_names,
-        )
-        observe_store(self._store, meter_provider)
-        self._lifecycle = Lifecycle(self.settings, self._store, self._annotator)
-        self._live = self._lifecycle.live
-        self._errors = InternalErrors()
-        self._tracer_provider = tracer_provider
+        store = store if store is not None else InMemoryStore(g.max_scopes, g.idle_ttl_seconds)
+        store.configure(self.settings.max_history_size)
+        observe_store(store, meter_provider)
+        self._runtime = Runtime(self.settings, store, meter_provider, tracer_provider)
+        self._store = store
+
+    @property
+    def runtime(self) -> Runtime:
+        """otel-loopguard's internals, shared by its processor and tool decorator (not an API
+        to build on: it changes between releases)."""
+        return self._runtime
 
     # -- the agent-facing API ----------------------------------------------------------------
 
@@ -89,7 +85,7 @@ class LoopGuard:
         except Exception as exc:
             failure = exc
         try:
-            self._errors.report("check", failure)
+            self._runtime.errors.report("check", failure)
         except Exception as raised:
             if raised is failure:
                 raise  # strict mode: a bug of otel-loopguard fails this project's tests
@@ -103,12 +99,10 @@ class LoopGuard:
         scope: str | None,
         agent: str | None,
     ) -> Verdict:
-        current = trace.get_current_span()
+        runtime = self._runtime
+        current, live = runtime.current()
         context = current.get_span_context()
-        span_id = context.span_id
-        # No validity test first: an invalid span's id is 0, which no entry has.
-        live = self._live.entries.get(span_id)
-        own = live if live is not None and live.span_id == span_id else None
+        own = live if live is not None and live.span_id == context.span_id else None
         if (
             own is not None
             and own.verdict is not None
@@ -140,7 +134,7 @@ class LoopGuard:
         cfg = self.settings.for_agent(agent)
         if not cfg.active:
             return OK
-        call = self._lifecycle.digest.call(name, args, cfg)
+        call = runtime.digest.call(name, args, cfg)
         in_span = span_view is not None and span_view.tool == name
         with self._store.lock:
             state = self._store.get(scope_key)
@@ -151,10 +145,10 @@ class LoopGuard:
         if in_span and own is not None:
             own.evaluated, own.verdict, own.cfg, own.state = call, decision.verdict, cfg, state
         if decision.annotate and in_span and current.is_recording():
-            self._annotate_live(current, decision, name)
+            runtime.annotator.on_live_span(current, mark_of(decision, name))
         elif decision.annotate and decision.new:
             # No span yet: log and count now; the event goes on the span that adopts the call.
-            self._annotator.signal(mark_of(decision, name), context)
+            runtime.annotator.signal(mark_of(decision, name), context)
         return decision.verdict
 
     def raise_if_blocked(
@@ -175,13 +169,13 @@ class LoopGuard:
     def notify_compaction(self, *, scope: str | None = None) -> None:
         """A compaction retry happened: arm the post-compaction guard for the scope (§4.6)."""
         _check_arguments(None, None, scope, None)
-        key = scope or self._current_scope() or DEFAULT_SCOPE
+        key = scope or self._runtime.current_scope()
         with self._store.lock:
             self._store.get(key).arm_compaction()
 
     def reset(self, *, scope: str | None = None) -> None:
         """Forget a scope's history and abort flag (the current scope when not given)."""
-        key = scope or self._current_scope() or DEFAULT_SCOPE
+        key = scope or self._runtime.current_scope()
         with self._store.lock:
             self._store.release(key)
 
@@ -192,7 +186,7 @@ class LoopGuard:
     @property
     def internal_errors(self) -> int:
         """How many kinds of internal error were swallowed (each logged once)."""
-        return self._errors.kinds
+        return self._runtime.errors.kinds
 
     @overload
     def tool(self, fn: F) -> F: ...
@@ -204,11 +198,11 @@ class LoopGuard:
         self, fn: F | None = None, *, name: str | None = None, raise_on_block: bool = False
     ) -> F | Callable[[F], F]:
         """Make a function (sync or async) an instrumented, guarded tool; see ``tool.py``."""
-        from .tool import guarded_tool
-
         if fn is not None:
-            return guarded_tool(self, fn, name=None, raise_on_block=False)
-        return lambda f: guarded_tool(self, f, name=name, raise_on_block=raise_on_block)
+            return guarded_tool(self.check, self._runtime, fn, name=None, raise_on_block=False)
+        return lambda f: guarded_tool(
+            self.check, self._runtime, f, name=name, raise_on_block=raise_on_block
+        )
 
     # -- internals ---------------------------------------------------------------------------
 
@@ -217,7 +211,7 @@ class LoopGuard:
         name = getattr(span, "name", "")
         if not isinstance(name, str):
             return False, None
-        attributes = self._lifecycle.read(span)
+        attributes = self._runtime.tool_attributes(span)
         if attributes is None or not spans.is_tool_span(attributes, name, self.settings.globals):
             return False, None
         return True, spans.read_call(attributes, name)
@@ -226,25 +220,6 @@ class LoopGuard:
         # Two reference reads, each atomic under the GIL: no lock needed.
         state = self._store.peek(scope_key)
         return state.abort if state is not None else None
-
-    def _current_scope(self) -> str | None:
-        context = trace.get_current_span().get_span_context()
-        if not context.is_valid:
-            return None
-        live = self._live.get(context.span_id)
-        return live.scope_key if live else trace_scope(context.trace_id)
-
-    def _config_for_current(self) -> ResolvedConfig:
-        context = trace.get_current_span().get_span_context()
-        live = self._live.get(context.span_id) if context.is_valid else None
-        return self.settings.for_agent(live.agent if live else None)
-
-    def _annotate_live(self, span: trace.Span, decision: Decision, tool: str) -> None:
-        self._annotator.on_live_span(span, mark_of(decision, tool))
-
-    def _tracer(self) -> trace.Tracer:
-        provider = self._tracer_provider or trace.get_tracer_provider()
-        return provider.get_tracer("otel_loopguard")
 
 
 class _Misuse(ValueError):

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
-from typing import Any
 
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from .annotate import EVENT_NAME, Mark, enriched_copy, event_attributes
 from .guard import LoopGuard
+from .lifecycle import Lifecycle
 from .live import LiveSpan
-from .sdkspan import IS_REMOTE, SPAN_ID
 
 __all__ = ["LoopGuardSpanProcessor"]
 
@@ -19,10 +19,10 @@ __all__ = ["LoopGuardSpanProcessor"]
 class LoopGuardSpanProcessor(SpanProcessor):
     """Feeds tool spans to a :class:`LoopGuard` and annotates them with its detections.
 
-    Standalone, register it before the exporting processor. With ``downstream``, it owns that
-    processor: every span is passed on to it, and detections that complete after a span ended
-    travel on an enriched copy of the span. Without it, they go on the nearest live ancestor.
-    Nothing raises out of this processor (§5.4); the span always reaches ``downstream``.
+    With ``downstream``, it owns that processor: every span is passed on to it, and detections
+    that complete after a span ended travel on an enriched copy of the span. Standalone (in any
+    order beside the exporting processor), they go on the nearest live ancestor instead.
+    Nothing raises out of this processor, and the span always reaches ``downstream``.
     """
 
     def __init__(self, guard: LoopGuard, downstream: SpanProcessor | None = None) -> None:
@@ -34,11 +34,11 @@ class LoopGuardSpanProcessor(SpanProcessor):
             )
         self.guard = guard
         self._downstream = downstream
-        if downstream is None:
-            # Late detections go on the nearest live ancestor: the guard must keep ancestry.
-            guard._lifecycle.keep_ancestry()
+        self._runtime = runtime = guard.runtime
+        # Without downstream, late detections go on the nearest live ancestor: this
+        # processor's lifecycle keeps ancestry (decided here, for this processor only).
+        self._lifecycle = Lifecycle(runtime, keep_ancestry=downstream is None)
         # Bound once: the per-span path makes no attribute look-ups it can avoid.
-        self._lifecycle = guard._lifecycle
         self._forward_start = downstream.on_start if downstream is not None else None
         self._forward_end = downstream.on_end if downstream is not None else None
 
@@ -86,9 +86,20 @@ class LoopGuardSpanProcessor(SpanProcessor):
                 if raised is failure:
                     raise  # strict mode, as in on_start
 
+    def _on_ending(self, span: Span) -> None:
+        """Forwarded as the SDK's own multi-processor does (SDKs that call it: 1.37 and later)."""
+        forward = getattr(self._downstream, "_on_ending", None)
+        if forward is None:
+            return
+        try:
+            forward(span)
+        except Exception as exc:
+            with contextlib.suppress(Exception):  # reporting failed too: the host comes first
+                self._report("_on_ending", None, exc)
+
     def _report(self, where: str, ours: Exception | None, theirs: Exception | None) -> None:
         """Log internal errors once per kind; re-raises ``ours`` only in strict mode."""
-        errors = self.guard._errors
+        errors = self._runtime.errors
         if theirs is not None:
             errors.report(f"downstream.{where}", theirs, ours=False)
         if ours is not None:
@@ -96,39 +107,26 @@ class LoopGuardSpanProcessor(SpanProcessor):
 
     def _started(self, span: Span) -> None:
         lifecycle = self._lifecycle
-        raw: Any = span
-        # Runs for every span of the application: a glance settles a span inside a trace that
-        # is of an HTTP, database or messaging instrumentation or has none of the attributes we
-        # read (Lifecycle.glance and Lifecycle.plain), without calling started.
-        try:
-            settled = (
-                lifecycle.glance
-                and (parent := raw._parent) is not None
-                and not parent[IS_REMOTE]
-                and lifecycle.plain(raw)
-            )
-        except (AttributeError, TypeError):  # not laid out as the SDK's span
-            settled = False
-        if not settled:
+        # Runs for every span of the application: a glance settles a span inside a local trace
+        # that is of an HTTP, database or messaging instrumentation or has none of the
+        # attributes we read, without calling started.
+        if not (lifecycle.glance and lifecycle.reader.local_child(span) and lifecycle.plain(span)):
             lifecycle.started(span)
 
     def _ended(self, span: ReadableSpan) -> ReadableSpan:
         """The span to pass on: itself, or an enriched copy."""
         lifecycle = self._lifecycle
-        raw: Any = span
         # The glance of on_start, and the span has no entry: it was settled at its start.
-        try:
-            settled = (
-                lifecycle.glance
-                and raw._context[SPAN_ID] not in lifecycle.entries
-                and lifecycle.plain(raw)
-            )
-        except (AttributeError, TypeError):  # not laid out as the SDK's span
-            settled = False
-        if settled:
+        if (
+            lifecycle.glance
+            and lifecycle.reader.span_id(span) not in lifecycle.entries
+            and lifecycle.plain(span)
+        ):
             return span
-        marks, entry, own = lifecycle.ended(span)
-        return self._annotated(span, marks, entry, own) if marks else span
+        ended = lifecycle.ended(span)
+        if not ended.marks:
+            return span
+        return self._annotated(span, ended.marks, ended.entry, ended.own)
 
     def _annotated(
         self, span: ReadableSpan, marks: Sequence[Mark], entry: LiveSpan | None, own: bool
@@ -139,13 +137,13 @@ class LoopGuardSpanProcessor(SpanProcessor):
         if self._downstream is not None:
             forward = enriched_copy(span, marks)
         else:
-            ancestor = self.guard._live.nearest_live_ancestor(entry, own)
+            ancestor = self._runtime.live.nearest_live_ancestor(entry, own)
             for mark in marks:
                 if ancestor is not None:
                     ancestor.add_event(EVENT_NAME, event_attributes(mark))
         for mark in marks:
             if mark.signal and span.context is not None:
-                self.guard._annotator.signal(mark, span.context)
+                self._runtime.annotator.signal(mark, span.context)
         return forward
 
     def shutdown(self) -> None:

@@ -1,44 +1,163 @@
-"""An SDK span's fields, read in place: how the hot path looks at every span (§8).
+"""Reading spans: one reader, chosen once at import, used by every code path.
 
-Each accessor of the SDK's span is a Python property, and ``attributes`` builds a proxy on every
-read: on a span otel-loopguard only glances at, those calls cost more than the rest of its work.
-The SDK keeps the fields in instance attributes, its attributes in a plain dict inside
-``BoundedAttributes``, and its ``SpanContext`` is a tuple ``(trace_id, span_id, is_remote, ...)``;
-so the hot path reads them directly. Whether the installed SDK is laid out so is checked once, at
-import, on a real span (:data:`IN_PLACE`). When it is not, and for any span not built that way,
-the public accessors are used instead: slower, never wrong.
+The processor looks at every span of the application, and on most of them it only glances: is
+it a child inside a local trace, and does it carry any attribute otel-loopguard reads? Through
+the SDK's public accessors that glance costs about 2 µs a span (each accessor is a property, and
+``attributes`` builds a proxy on every read); read in place it costs a fraction of that. So the
+reader reads SDK spans in place when the installed SDK lays them out as expected, checked once
+at import on a real span (:data:`IN_PLACE`); any span not laid out so (a ``ReadableSpan`` built
+by hand, another SDK) is read through the public accessors, as is every span when
+``OTEL_LOOPGUARD_SPAN_READER=public`` is set before otel-loopguard is imported. Both readers
+give the same answers; this project's CI runs the whole suite under each.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry.context import Context
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace import SpanLimits, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, use_span
 
 __all__ = [
+    "ENV_SPAN_READER",
     "IN_PLACE",
     "IS_REMOTE",
-    "NOTHING",
+    "READER",
     "SPAN_ID",
     "TRACE_ID",
-    "attribute_map",
-    "attributes_of",
+    "Bounds",
+    "SpanFields",
+    "SpanReader",
     "bounds_of",
+    "layout_matches",
 ]
 
-TRACE_ID = 0
-SPAN_ID = 1
-IS_REMOTE = 2
-"""Positions in the ``SpanContext`` tuple."""
+ENV_SPAN_READER = "OTEL_LOOPGUARD_SPAN_READER"
+"""``public`` reads every span through the SDK's public accessors (``in_place`` by default)."""
 
-NOTHING: dict[str, Any] = {}
-"""No attributes (shared: never mutate it)."""
+TRACE_ID, SPAN_ID, IS_REMOTE = 0, 1, 2
+"""Positions in the SDK's ``SpanContext`` tuple."""
+
+_NOTHING: Mapping[str, Any] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class SpanFields:
+    """What the lifecycle reads of a span that may matter (one is made per such span)."""
+
+    trace_id: int
+    span_id: int
+    parent_id: int | None
+    local_root: bool
+    """No parent, or a remote one: the span starts this process's part of its trace."""
+    name: str
+    scope: str | None
+    """The name of the instrumentation scope that made the span."""
+    attributes: Mapping[str, Any]
+    """The span's own attributes for reading (never mutate them)."""
+
+
+class PublicReader:
+    """Reads spans through the SDK's public ``ReadableSpan`` accessors: any span."""
+
+    def local_child(self, span: Any) -> bool:
+        """Whether the span has a parent in this process (not remote)."""
+        parent = span.parent
+        return parent is not None and not parent.is_remote
+
+    def span_id(self, span: Any) -> int | None:
+        context = span.context
+        return None if context is None else context.span_id
+
+    def plain(self, span: Any, keys: frozenset[str], pass_through: frozenset[str]) -> bool:
+        """Of a ``pass_through`` instrumentation, or with none of ``keys``."""
+        scope = span.instrumentation_scope
+        if scope is not None and scope.name in pass_through:
+            return True
+        return keys.isdisjoint(self.attributes(span))
+
+    def attributes(self, span: Any) -> Mapping[str, Any]:
+        attributes = getattr(span, "attributes", None)
+        return _NOTHING if attributes is None else attributes
+
+    def fields(self, span: Any) -> SpanFields | None:
+        context = span.context
+        if context is None:
+            return None
+        parent = span.parent
+        scope = span.instrumentation_scope
+        return SpanFields(
+            trace_id=context.trace_id,
+            span_id=context.span_id,
+            parent_id=None if parent is None else parent.span_id,
+            local_root=parent is None or parent.is_remote,
+            name=span.name,
+            scope=None if scope is None else scope.name,
+            attributes=self.attributes(span),
+        )
+
+
+_PUBLIC = PublicReader()
+
+
+class InPlaceReader:
+    """Reads SDK spans' fields in place; any other span through the public accessors."""
+
+    def local_child(self, span: Any) -> bool:
+        try:
+            parent = span._parent
+            return parent is not None and not parent[IS_REMOTE]
+        except (AttributeError, TypeError):
+            return _PUBLIC.local_child(span)
+
+    def span_id(self, span: Any) -> int | None:
+        try:
+            span_id: int = span._context[SPAN_ID]
+            return span_id
+        except (AttributeError, TypeError):
+            return _PUBLIC.span_id(span)
+
+    def plain(self, span: Any, keys: frozenset[str], pass_through: frozenset[str]) -> bool:
+        try:
+            return span._instrumentation_scope._name in pass_through or keys.isdisjoint(
+                span._attributes._dict
+            )
+        except (AttributeError, TypeError):
+            return _PUBLIC.plain(span, keys, pass_through)
+
+    def attributes(self, span: Any) -> Mapping[str, Any]:
+        # The SDK's BoundedAttributes keeps a plain dict: reads of it are atomic under the GIL.
+        inner = getattr(getattr(span, "_attributes", None), "_dict", None)
+        return inner if type(inner) is dict else _PUBLIC.attributes(span)
+
+    def fields(self, span: Any) -> SpanFields | None:
+        try:
+            context, parent = span._context, span._parent
+            scope = span._instrumentation_scope
+            attributes = span._attributes._dict
+            if type(attributes) is not dict:
+                return _PUBLIC.fields(span)
+            return SpanFields(
+                trace_id=context[TRACE_ID],
+                span_id=context[SPAN_ID],
+                parent_id=None if parent is None else parent[SPAN_ID],
+                local_root=parent is None or parent[IS_REMOTE],
+                name=span._name,
+                scope=None if scope is None else scope._name,
+                attributes=attributes,
+            )
+        except (AttributeError, TypeError):
+            return _PUBLIC.fields(span)
+
+
+SpanReader = InPlaceReader | PublicReader
 
 
 class _Capture(SpanProcessor):
@@ -53,79 +172,91 @@ class _Capture(SpanProcessor):
         self.ended.append(span)
 
 
-def _reads_agree(span: Any, remote_parent: bool) -> bool:
+_PROBE_ATTRIBUTES = {"probe.key": "value", "gen_ai.tool.name": "probe"}
+_NO_LIMITS = SpanLimits(
+    max_attributes=SpanLimits.UNSET,
+    max_span_attributes=SpanLimits.UNSET,
+    max_attribute_length=SpanLimits.UNSET,
+    max_span_attribute_length=SpanLimits.UNSET,
+    max_events=SpanLimits.UNSET,
+    max_links=SpanLimits.UNSET,
+    max_event_attributes=SpanLimits.UNSET,
+    max_link_attributes=SpanLimits.UNSET,
+)
+"""Explicit limits for the probe's provider: the user's ``OTEL_*`` limits must not change it."""
+
+
+def _reads_agree(span: Any) -> bool:
     """Whether reading ``span`` in place gives what its public accessors give."""
-    parent, context = span._parent, span._context
+    keys = frozenset({"gen_ai.tool.name"})
+    none = frozenset({"absent"})
+    fast, public = InPlaceReader(), _PUBLIC
+    fields = fast.fields(span)
     return bool(
-        parent is span.parent
-        and parent[SPAN_ID] == parent.span_id
-        and parent[IS_REMOTE] is parent.is_remote is remote_parent
-        and context is span.context
-        and context[SPAN_ID] == context.span_id
-        and context[TRACE_ID] == context.trace_id == parent.trace_id
-        and span._name == span.name == "probe"
-        and span._status is span.status
-        and context[IS_REMOTE] is context.is_remote is False
-        and span._instrumentation_scope._name == span.instrumentation_scope.name == "probe"
-        and type(span._attributes._dict) is dict
-        and span._attributes._dict == dict(span.attributes) == {"probe.key": "value"}
+        type(getattr(getattr(span, "_attributes", None), "_dict", None)) is dict
+        and fields is not None
+        and fields == public.fields(span)
+        and fields.attributes == _PROBE_ATTRIBUTES
+        and fast.local_child(span) is public.local_child(span)
+        and fast.span_id(span) == public.span_id(span) is not None
+        and fast.plain(span, keys, frozenset()) is public.plain(span, keys, frozenset()) is False
+        and fast.plain(span, none, frozenset()) is public.plain(span, none, frozenset()) is True
+        and fast.plain(span, keys, frozenset({"probe"})) is True
     )
 
 
-def _laid_out_as_expected() -> bool:
-    """Whether the installed SDK's spans, live and ended, have their fields where the hot path
-    reads them: a span is made, ended and read both ways."""
+class _ProbeIds(IdGenerator):
+    def __init__(self) -> None:
+        self._next = 0x3F
+
+    def generate_span_id(self) -> int:
+        self._next += 1
+        return self._next
+
+    def generate_trace_id(self) -> int:
+        return 0x1F
+
+
+def layout_matches() -> bool:
+    """Whether the installed SDK's spans, live and ended, have their fields where the in-place
+    reader reads them: a span with a remote parent is made, ended and read both ways."""
     try:
         capture = _Capture()
         provider = TracerProvider(
-            sampler=ALWAYS_ON, resource=Resource.get_empty(), shutdown_on_exit=False
+            sampler=ALWAYS_ON,
+            resource=Resource.get_empty(),
+            shutdown_on_exit=False,
+            span_limits=_NO_LIMITS,
+            id_generator=_ProbeIds(),
         )
         provider.add_span_processor(capture)
         remote = SpanContext(0x1F, 0x2F, is_remote=True, trace_flags=TraceFlags(1))
+        tracer = provider.get_tracer("probe")
+        # A local root (its parent remote) and a child of it (its parent local): each field
+        # the readers use differs between the two.
         with use_span(NonRecordingSpan(remote)):
-            span = provider.get_tracer("probe").start_span(
-                "probe", attributes={"probe.key": "value"}
-            )
-        span.end()
+            root = tracer.start_span("probe", attributes=_PROBE_ATTRIBUTES)
+        with use_span(root):
+            child = tracer.start_span("probe child", attributes=_PROBE_ATTRIBUTES)
+        child.end()
+        root.end()
         return (
-            len(capture.started) == len(capture.ended) == 1
-            and _reads_agree(capture.started[0], remote_parent=True)
-            and _reads_agree(capture.ended[0], remote_parent=True)
+            len(capture.started) == len(capture.ended) == 2
+            and capture.started[0].parent.is_remote
+            and not capture.started[1].parent.is_remote
+            and all(_reads_agree(span) for span in capture.started + capture.ended)
         )
-    except Exception:  # any difference at all: use the public accessors
+    except Exception:  # any difference at all: read through the public accessors
         return False
 
 
-IN_PLACE: bool = _laid_out_as_expected()
-"""Whether the hot path may read SDK spans in place (checked once, at import)."""
+IN_PLACE: bool = os.environ.get(ENV_SPAN_READER, "").strip().lower() != "public" and (
+    layout_matches()
+)
+"""Whether SDK spans are read in place (decided once, at import)."""
 
-
-def attribute_map(span: Any) -> Mapping[str, Any]:
-    """A span's attributes for reading: never mutate the result, it may be the span's own.
-
-    An SDK span's ``BoundedAttributes`` is read in place (its plain dict: reads of it are atomic
-    under the GIL). Any other span goes through the public property.
-    """
-    if IN_PLACE:
-        try:
-            inner = span._attributes._dict
-        except AttributeError:
-            inner = getattr(span, "_attributes", None)
-        if type(inner) is dict:
-            return inner
-    return attributes_of(getattr(span, "attributes", None))
-
-
-def attributes_of(attributes: Mapping[str, Any] | None) -> dict[str, Any]:
-    """A span's attributes as a plain dict: the SDK's mapping copies itself in C."""
-    if attributes is None:
-        return NOTHING
-    copy = getattr(attributes, "copy", None)
-    if copy is not None:
-        copied = copy()
-        if isinstance(copied, dict):
-            return copied
-    return dict(attributes)
+READER: SpanReader = InPlaceReader() if IN_PLACE else _PUBLIC
+"""The reader every code path uses."""
 
 
 @dataclass(frozen=True, slots=True)

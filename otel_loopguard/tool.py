@@ -11,15 +11,13 @@ import functools
 import inspect
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 from opentelemetry import trace
 
 from .messages import WARNING_KEY
+from .runtime import Runtime
 from .verdict import Verdict, exception_for
-
-if TYPE_CHECKING:
-    from .guard import LoopGuard
 
 __all__ = ["guarded_tool", "to_attribute"]
 
@@ -44,8 +42,17 @@ def _with_warning(result: object, verdict: Verdict) -> object:
     return result
 
 
-def guarded_tool(guard: LoopGuard, fn: F, *, name: str | None, raise_on_block: bool) -> F:
-    """Wrap ``fn`` (sync or async) as the tool ``name`` (default: the function's name)."""
+class Check(Protocol):
+    """``LoopGuard.check``: the verdict on a proposed call."""
+
+    def __call__(self, name: str | None = None, args: object = None) -> Verdict: ...
+
+
+def guarded_tool(
+    check: Check, runtime: Runtime, fn: F, *, name: str | None, raise_on_block: bool
+) -> F:
+    """Wrap ``fn`` (sync or async) as the tool ``name`` (default: the function's name), asking
+    ``check`` before each call."""
     if not callable(fn):
         raise TypeError(f"guard.tool: got {type(fn).__name__}; allowed: a function")
     if name is not None and (not isinstance(name, str) or not name):
@@ -69,7 +76,7 @@ def guarded_tool(guard: LoopGuard, fn: F, *, name: str | None, raise_on_block: b
         return named
 
     def start(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        return guard._tracer().start_as_current_span(
+        return runtime.tracer().start_as_current_span(
             f"execute_tool {tool_name}",
             kind=trace.SpanKind.INTERNAL,
             attributes={
@@ -88,7 +95,7 @@ def guarded_tool(guard: LoopGuard, fn: F, *, name: str | None, raise_on_block: b
 
     def finish(result: object, verdict: Verdict, span: trace.Span) -> object:
         span.set_attribute("gen_ai.tool.call.result", to_attribute(result))
-        if verdict.level == "warning" and guard._config_for_current().warnings_to_model:
+        if verdict.level == "warning" and runtime.config_for_current().warnings_to_model:
             return _with_warning(result, verdict)
         return result
 
@@ -97,7 +104,7 @@ def guarded_tool(guard: LoopGuard, fn: F, *, name: str | None, raise_on_block: b
         @functools.wraps(fn)
         async def async_tool(*args: Any, **kwargs: Any) -> Any:
             with start(args, kwargs) as span:
-                verdict = guard.check(tool_name, arguments(args, kwargs))
+                verdict = check(tool_name, arguments(args, kwargs))
                 if verdict.blocked:
                     return blocked(verdict, span)
                 return finish(await fn(*args, **kwargs), verdict, span)
@@ -107,7 +114,7 @@ def guarded_tool(guard: LoopGuard, fn: F, *, name: str | None, raise_on_block: b
     @functools.wraps(fn)
     def sync_tool(*args: Any, **kwargs: Any) -> Any:
         with start(args, kwargs) as span:
-            verdict = guard.check(tool_name, arguments(args, kwargs))
+            verdict = check(tool_name, arguments(args, kwargs))
             if verdict.blocked:
                 return blocked(verdict, span)
             return finish(fn(*args, **kwargs), verdict, span)

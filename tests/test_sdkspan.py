@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -23,22 +26,41 @@ SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 HTTP = {"http.request.method": "GET", "url.full": "https://example.test/"}
 
 
-def test_the_installed_sdk_is_read_in_place() -> None:
-    # If this fails, the SDK's span layout changed: the hot path is off (slower, still right).
-    assert sdkspan.IN_PLACE is True
+def test_the_installed_sdk_is_laid_out_for_reading_in_place() -> None:
+    # If this fails, the SDK's span layout changed: in-place reads are off (slower, still right).
+    assert sdkspan.layout_matches() is True
+    public = os.environ.get(sdkspan.ENV_SPAN_READER) == "public"
+    assert sdkspan.IN_PLACE is not public
+    assert isinstance(sdkspan.READER, sdkspan.PublicReader if public else sdkspan.InPlaceReader)
 
 
 def test_the_layout_check_notices_a_field_in_another_place(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sdkspan, "IS_REMOTE", 3)  # where trace_flags is
-    assert sdkspan._laid_out_as_expected() is False
+    assert sdkspan.layout_matches() is False
 
 
-def _scenario(*, in_place: bool, downstream: bool) -> tuple[list[Any], dict[Any, int]]:
+def test_the_layout_check_ignores_the_users_attribute_limits() -> None:
+    code = "from otel_loopguard import sdkspan; print(sdkspan.layout_matches())"
+    env = {
+        **os.environ,
+        "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT": "3",
+        "OTEL_ATTRIBUTE_COUNT_LIMIT": "1",
+    }
+    run = subprocess.run(
+        [sys.executable, "-W", "error", "-c", code], env=env, capture_output=True, text=True
+    )
+    assert (run.stdout.strip(), run.stderr) == ("True", "")
+
+
+def _scenario(
+    *, in_place: bool, downstream: bool, monkeypatch: pytest.MonkeyPatch
+) -> tuple[list[Any], dict[Any, int]]:
     """Agents, plain and HTTP spans and tool calls nested as applications make them; the
     detections as (span name, span id order, event attributes) and the detection counters.
     Agent ``a``'s config reaches its tool calls only by inheritance through plain spans."""
+    reader = sdkspan.InPlaceReader() if in_place else sdkspan.PublicReader()
+    monkeypatch.setattr(sdkspan, "READER", reader)  # before the processor is made
     r = rig(AGENT_A_WARNS_AT_5, downstream=downstream)
-    r.guard._lifecycle._in_place = in_place
     sub = r.provider.get_tracer("my_app")
     http = r.provider.get_tracer("opentelemetry.instrumentation.httpx")
     with r.tracer.start_as_current_span("invoke_agent", attributes={"gen_ai.agent.name": "a"}):
@@ -64,9 +86,11 @@ def _scenario(*, in_place: bool, downstream: bool) -> tuple[list[Any], dict[Any,
 
 
 @pytest.mark.parametrize("downstream", [True, False])
-def test_public_accessors_give_the_same_detections(downstream: bool) -> None:
-    fast = _scenario(in_place=True, downstream=downstream)
-    public = _scenario(in_place=False, downstream=downstream)
+def test_public_accessors_give_the_same_detections(
+    downstream: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fast = _scenario(in_place=True, downstream=downstream, monkeypatch=monkeypatch)
+    public = _scenario(in_place=False, downstream=downstream, monkeypatch=monkeypatch)
     # Agent a (warning at 5) on its sixth call, named only at its end, and on its eleventh;
     # agent b on its eleventh, named at its end. Late ones go on an enriched copy of the span,
     # or without a downstream on the agent's span (the nearest live ancestor we track).

@@ -1,0 +1,77 @@
+"""The one internal object a guard's processors, its ``check`` and its tool decorator share.
+
+``LoopGuard`` is the agent-facing API; ``LoopGuardSpanProcessor`` and ``@guard.tool`` are glue.
+What they have in common lives here, built once per guard: the resolved settings, the state
+store and its lock, the live spans, the annotator, the digest memory and the internal-error
+reporter. Nothing reaches into another object's private fields.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from opentelemetry import metrics, trace
+
+from . import sdkspan, spans
+from .annotate import Annotator
+from .calls import Digester
+from .live import DEFAULT_SCOPE, LiveSpan, LiveSpans, trace_scope
+from .resolve import ResolvedConfig, Settings
+from .safety import InternalErrors
+from .store import InMemoryStore
+
+__all__ = ["Runtime"]
+
+
+class Runtime:
+    """A guard's shared parts. Thread-safe as its parts are: the store's lock guards state."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: InMemoryStore,
+        meter_provider: metrics.MeterProvider | None,
+        tracer_provider: trace.TracerProvider | None,
+    ) -> None:
+        g = settings.globals
+        self.settings = settings
+        self.store = store
+        self.annotator = Annotator(
+            meter_provider, tool_names=g.metric_tool_names, max_tool_names=g.max_metric_tool_names
+        )
+        self.live = LiveSpans()
+        self.digest = Digester()
+        self.errors = InternalErrors()
+        self.keys = spans.relevant_keys(g)
+        """Every attribute key otel-loopguard reads under these settings."""
+        self._tracer_provider = tracer_provider
+
+    def tracer(self) -> trace.Tracer:
+        """The tracer ``@guard.tool`` makes its spans with."""
+        provider = self._tracer_provider or trace.get_tracer_provider()
+        return provider.get_tracer("otel_loopguard")
+
+    def current(self) -> tuple[trace.Span, LiveSpan | None]:
+        """The current span and its live entry (its own, or the nearest tracked ancestor's)."""
+        span = trace.get_current_span()
+        # No validity test first: an invalid span's id is 0, which no entry has.
+        return span, self.live.entries.get(span.get_span_context().span_id)
+
+    def current_scope(self) -> str:
+        """The scope key of the current context: its span's, its trace's, or the default."""
+        span, live = self.current()
+        if live is not None:
+            return live.scope_key
+        context = span.get_span_context()
+        return trace_scope(context.trace_id) if context.is_valid else DEFAULT_SCOPE
+
+    def config_for_current(self) -> ResolvedConfig:
+        """The config of the current span's agent."""
+        _, live = self.current()
+        return self.settings.for_agent(live.agent if live else None)
+
+    def tool_attributes(self, span: object) -> dict[str, Any] | None:
+        """A copy of a live span's attributes, or ``None`` when it has none otel-loopguard
+        reads (a copy: the application may be setting them on another thread)."""
+        attributes = sdkspan.READER.attributes(span)
+        return None if self.keys.isdisjoint(attributes) else dict(attributes)
