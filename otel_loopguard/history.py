@@ -29,13 +29,9 @@ class CallRecord:
     outcome: Outcome = "pending"
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class ProposedCall:
-    """A call about to be evaluated: its tool, argument key and whether it is a poll.
-
-    Never changed once made (not frozen: a frozen dataclass is several times slower to make,
-    and one is made per new call, on the hot path).
-    """
+    """A call about to be evaluated: its tool, argument key and whether it is a poll."""
 
     tool: str
     args_fp: int

@@ -91,13 +91,9 @@ def bounded(text: str, limit: int = MAX_NAME_CHARS) -> str:
     return f"{text[: limit - 17]}~{digest}"
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class ToolCallView:
-    """What a span says about its call: tool name, raw arguments (if any yet), call id.
-
-    Read-only by convention (one is made per tool span, on the hot path: a frozen dataclass or a
-    named tuple is slower to make).
-    """
+    """What a span says about its call: tool name, raw arguments (if any yet), call id."""
 
     tool: str
     arguments: object
@@ -189,7 +185,9 @@ def read_call(attributes: Mapping[str, Any], span_name: str) -> ToolCallView | N
     call_id = attributes.get("gen_ai.tool.call.id")
     if type(call_id) is not str or not 0 < len(call_id) <= MAX_NAME_CHARS:
         call_id = _first_text(attributes, _CALL_ID)
-    return ToolCallView(tool, arguments, arguments is not None, call_id)
+    return ToolCallView(
+        tool=tool, arguments=arguments, has_arguments=arguments is not None, call_id=call_id
+    )
 
 
 def result_of(attributes: Mapping[str, Any]) -> object:

@@ -28,13 +28,12 @@ class _Counter(Protocol):
     records: int
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Decision:
-    """The verdict on one call, and whether this evaluation is to be annotated (§4.5).
+    """The verdict on one call, and whether this evaluation is to be annotated.
 
     ``intended`` is, in observe-only mode, what would have been enforced; ``new`` is false when
-    the verdict was adopted from an earlier evaluation point. Never changed once made (not
-    frozen only because a frozen dataclass is four times slower to make, on the hot path).
+    the verdict was adopted from an earlier evaluation point.
     """
 
     verdict: Verdict
@@ -82,7 +81,7 @@ class ScopeState:
         if match is not None:
             return replace(match.decision, new=False, annotate=False)
         decision = self._propose(call, cfg, call_id, agent)
-        self.asks.append(_Ask(call, call_id, decision))
+        self.asks.append(_Ask(call=call, call_id=call_id, decision=decision))
         if len(self.asks) > MAX_OPEN_ASKS:
             del self.asks[0]  # an ask no span ever claimed
         return decision
@@ -112,15 +111,10 @@ class ScopeState:
         self.spans[span] = decision
         return decision
 
-    def adopt(self, span: int) -> Decision | None:
-        """A later point adopts the verdict bound to the span (or the scope's abort, if newer)."""
-        bound = self.spans.get(span)
-        return None if bound is None else self._adopted(bound)
-
     def _adopted(self, bound: Decision) -> Decision:
         if self.abort is not None and bound.verdict is not self.abort:
             return self._aborted()
-        return Decision(bound.verdict, False, bound.record, bound.intended, new=False)
+        return replace(bound, annotate=False, new=False)
 
     def bound(self, span: int) -> Decision | None:
         """The decision already bound to a live span, if any."""
@@ -154,7 +148,7 @@ class ScopeState:
 
     def _aborted(self) -> Decision:
         assert self.abort is not None
-        return Decision(self.abort, annotate=True, record=None)
+        return Decision(verdict=self.abort, annotate=True)
 
     def _find_ask(self, call: ProposedCall, call_id: str | None, *, pop: bool) -> _Ask | None:
         for ask in reversed(self.asks):
@@ -173,10 +167,10 @@ class ScopeState:
         self, call: ProposedCall, cfg: ResolvedConfig, call_id: str | None, agent: str | None
     ) -> Decision:
         finding = evaluate(self.history, call, cfg, self.counts)
-        record = CallRecord(call.tool, call.args_fp, call_id, agent)
+        record = CallRecord(tool=call.tool, args_fp=call.args_fp, call_id=call_id, agent=agent)
         if finding is None:  # most calls: nothing fired
             self._append(record)
-            return Decision(OK, False, record)
+            return Decision(verdict=OK, annotate=False, record=record)
         verdict = finding.verdict
         intended: Verdict | None = None
         if cfg.observe_only and verdict.blocked:
@@ -188,7 +182,12 @@ class ScopeState:
         self._append(record)
         if verdict.aborted:
             self.abort = verdict
-        return Decision(verdict, self._should_annotate(finding, cfg), record, intended)
+        return Decision(
+            verdict=verdict,
+            annotate=self._should_annotate(finding, cfg),
+            record=record,
+            intended=intended,
+        )
 
     def _append(self, record: CallRecord) -> None:
         history, counts = self.history, self.counts
