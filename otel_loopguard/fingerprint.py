@@ -11,13 +11,14 @@ Raw values are never kept: the engine keeps 60-bit keys (``*_key``), people read
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from hashlib import blake2b, sha256
 from typing import Any
+
+from . import pyrepr
 
 __all__ = [
     "MAX_PARSE_CHARS",
@@ -135,10 +136,10 @@ def _parse(value: object) -> Normal:
         except (ValueError, RecursionError):
             # OpenInference's LangChain instrumentation records Python reprs of dicts.
             text = text.strip()
-            if text[0] == "{" and len(text) <= 65_536 and text.count("{") < _MAX_DEPTH:
+            if text[0] == "{":
                 try:
-                    parsed = ast.literal_eval(text)
-                except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                    parsed = pyrepr.literal(text)
+                except ValueError:
                     return Normal(value)
                 return Normal(parsed) if isinstance(parsed, dict) else Normal(value)
             return Normal(value)

@@ -6,6 +6,7 @@ a quadratic pattern or an unbounded recursion shows as a timeout or a crash, nev
 
 from __future__ import annotations
 
+import functools
 import re
 import subprocess
 import sys
@@ -14,7 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from otel_loopguard.fingerprint import call_key
 from otel_loopguard.messages import TAG, message, strip_messages
+from otel_loopguard.pyrepr import literal
 
 LIMIT = 60.0
 """Seconds: what the work needs in linear time is a few milliseconds."""
@@ -107,3 +110,83 @@ _BEFORE = re.compile(r"(?:WARNING|CRITICAL): [^\n]*?" + re.escape(TAG))
 def test_ordinary_text_loses_exactly_what_it_lost_before(pieces: list[str]) -> None:
     text = "".join(pieces)
     assert strip_messages(text) == (_BEFORE.sub("", text).strip() if TAG in text else text)
+
+
+# Python reprs (OpenInference records LangChain's inputs as the repr of a dict)
+
+PLAIN_DATA: list[object] = [
+    {"path": "a.txt"},
+    {"quotes": 'it\'s "q" \\ \n \t é \U0001f600', "bytes": b"\x00'\"", "empty": ""},
+    {"numbers": [0, -1, +2, 2.5, -0.0, 1e100, -1.5e-7], "constants": (True, False, None)},
+    {"nested": {"set": {1, 2}, "tuple": (1,), "list": [[], {}, ()]}},
+    {1: "a", (1, 2): "b", -3.5: None},
+    functools.reduce(lambda inner, _: {"a": inner}, range(31), {}),
+]
+
+
+@pytest.mark.parametrize("value", PLAIN_DATA)
+def test_a_repr_of_plain_data_is_parsed_to_the_data(value: object) -> None:
+    assert literal(repr(value)) == value
+    assert call_key("tool", repr(value)) == call_key("tool", value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{'a': b}",
+        "{'a': f(1)}",
+        "{'a': x.y}",
+        "{'a': 1 + 2}",
+        "{'a': 1 -1}",
+        "{'a': --1}",
+        "{'a': not 1}",
+        "{'a': ~1}",
+        "{'a': 'x' 'y'}",
+        "{'a': (1)(2)}",
+        "{'a': [1][0]}",
+        "{'a': ...}",
+        "{'a': 1j}",
+        "{'a': 0x10}",
+        "{'a': f'{x}'}",
+        "{'a': lambda: 1}",
+        "{'a': 'unterminated}",
+        "{'a': 1}}",
+        "}{",
+        "{'a': " + "[" * 32 + "]" * 32 + "}",
+        "{'a': '" + "x" * 65_536 + "'}",
+    ],
+)
+def test_text_that_is_no_repr_of_plain_data_is_not_parsed(text: str) -> None:
+    with pytest.raises(ValueError, match="not parsed"):
+        literal(text)
+    assert call_key("tool", text)[1] == text  # digested as the text it is
+
+
+SMALL_STACK = (
+    "import threading\n"
+    "from otel_loopguard.fingerprint import call_key, result_key\n"
+    "def digest():\n"
+    "    for text in TEXTS:\n"
+    "        call_key('tool', text)\n"
+    "        result_key(text, frozenset({'id'}))\n"
+    "threading.stack_size(256 * 1024)\n"
+    "thread = threading.Thread(target=digest)\n"
+    "thread.start()\n"
+    "thread.join()\n"
+)
+"""Digests ``TEXTS`` on a thread with a 256 KiB stack, as a span might end on one."""
+
+
+@pytest.mark.parametrize(
+    "texts",
+    [
+        "['{1:' + '-' * 3_000 + '1}', '{1:' + '-' * 6_000 + '1}', '{1:' + '-' * 60_000 + '1}']",
+        "['{1:' + '~' * 6_000 + '1}', '{1:' + 'not ' * 6_000 + '1}', '{1:' + '+-' * 3_000 + '1}']",
+        "['{1:' + '[' * 300 + ']' * 300 + '}', '{1:' + '(' * 300 + ')' * 300 + '}']",
+        "['{1:' + '{1:' * 300 + '1' + '}' * 301]",
+        "['{1: a' + '.a' * 6_000 + '}', '{1: ' + 'f(' * 3_000 + ')' * 3_000 + '}']",
+    ],
+    ids=["sign runs", "other unary runs", "deep brackets", "deep dicts", "names and calls"],
+)
+def test_a_python_repr_is_parsed_with_a_bounded_stack(texts: str) -> None:
+    finishes(f"TEXTS = {texts}\n" + SMALL_STACK)
