@@ -18,7 +18,14 @@ and, for information, on the harshest denominator there is:
 - ``floor``: a ``SimpleSpanProcessor`` whose exporter discards spans: the SDK's bare cost, which
   no deployment runs. Ratios against it are printed with no target.
 
-Run: python3 benchmarks/overhead.py [--rounds N] [--quick] [--parts]
+``--latency`` (also the last part of the default run) times each ``on_end`` call alone instead:
+the distribution (p50, p99, p99.9, max) of one call's wall-clock time, ``time.perf_counter_ns``,
+for tool and non-tool spans, with otel-loopguard in front of the ``otlp`` processor and without
+it, over one bounded workload of agent traces (healthy ones and loops that warn, block and
+abort), run on both sides in back-to-back pairs of rounds. Ratios for the percentiles only: the
+max is one call, a GC pause or a preemption, not a property of either side.
+
+Run: python3 benchmarks/overhead.py [--rounds N] [--quick] [--parts | --latency]
 Targets: non-tool spans <= 1.05; tool spans <= 1.30; cost per call at call 100 000 of one trace
 within 10 % of call 100; 10 000 live traces x 30 calls <= 64 MB of otel-loopguard state.
 """
@@ -29,9 +36,12 @@ import argparse
 import gc
 import itertools
 import json
+import logging
+import math
 import statistics
 import time
 import tracemalloc
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -359,21 +369,209 @@ def digests_only(rounds: int) -> None:
     ratio("tool spans, the two digests only", tool_spans, "otlp", 100, rounds, providers)
 
 
+# -- on_end latency ----------------------------------------------------------------------------
+
+
+class Timed(SpanProcessor):
+    """Delegates to ``inner`` and times each of its ``on_end`` calls alone (wall clock, in ns),
+    filed under tool or non-tool spans. Its own reads come after the clock stops."""
+
+    def __init__(self, inner: SpanProcessor) -> None:
+        self._inner = inner
+        self.tool: list[int] = []
+        self.plain: list[int] = []
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        self._inner.on_start(span, parent_context)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        on_end, clock = self._inner.on_end, time.perf_counter_ns
+        start = clock()
+        on_end(span)
+        elapsed = clock() - start
+        attributes = span.attributes
+        tool = attributes is not None and attributes.get("gen_ai.operation.name") == "execute_tool"
+        (self.tool if tool else self.plain).append(elapsed)
+
+    def shutdown(self) -> None:
+        self._inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self._inner.force_flush(timeout_millis)
+
+
+class NoOp(SpanProcessor):
+    """Does nothing: under :class:`Timed`, the cost of the timing itself."""
+
+
+TOOLS = ("read_file", "search_code", "run_tests")
+AGENT = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "bench"}
+CHAT: dict[str, str | int] = {
+    "gen_ai.operation.name": "chat",
+    "gen_ai.provider.name": "openai",
+    "gen_ai.request.model": "gpt-4o",
+    "gen_ai.usage.input_tokens": 1200,
+}
+GROUP = 4
+"""Traces per round: three healthy, one looping."""
+HEALTHY_STEPS, LOOP_STEPS = 10, 34
+LATENCY_TRACES = 4_080
+"""The latency workload: 1 020 rounds of 4 traces (3 of 31 spans, 1 of 103), 199 920 spans."""
+
+
+def agent_trace(
+    tp: TracerProvider, guard: LoopGuard | None, number: int, verdicts: Counter[str]
+) -> None:
+    """Agent trace ``number`` of the latency workload: the same spans on either side.
+
+    A root ``invoke_agent`` span and steps of three spans each: a ``chat`` span, an
+    ``execute_tool`` span (arguments, result and ``guard.check()`` as in :func:`tool_spans`) and
+    an HTTP client span inside the tool. In a healthy trace every call is new but every third,
+    a repeat of the one before; in a looping trace (one in ``GROUP``) the third call recurs to
+    the end, 32 times with the same result but for its request id: it warns, blocks, and trips
+    the circuit breaker. The agent ignores the verdicts, so both sides make the same spans.
+    """
+    tracer = tp.get_tracer("my_agent")
+    http = tp.get_tracer("opentelemetry.instrumentation.httpx")
+    looping = number % GROUP == GROUP - 1
+    with tracer.start_as_current_span("invoke_agent bench", attributes=AGENT):
+        for step in range(LOOP_STEPS if looping else HEALTHY_STEPS):
+            with tracer.start_as_current_span("chat gpt-4o", attributes=CHAT) as chat:
+                chat.set_attribute("gen_ai.usage.output_tokens", 40 + step)
+            k = 2 if looping and step >= 2 else step - 1 if step % 3 == 2 else step
+            tool = TOOLS[k % len(TOOLS)]
+            args = {"path": f"src/module_{number}_{k}.py", "encoding": "utf-8", "lines": [1, 200]}
+            attributes = {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": tool,
+                "gen_ai.tool.type": "function",
+                "gen_ai.tool.description": DESCRIPTION,
+                "gen_ai.tool.call.id": f"call_{number}_{step}",
+                "gen_ai.tool.call.arguments": json.dumps({**args, "pad": PAD}),
+            }
+            with tracer.start_as_current_span(f"execute_tool {tool}", attributes=attributes) as s:
+                if guard is not None:
+                    verdicts[guard.check().action] += 1
+                with http.start_as_current_span(
+                    "GET", kind=trace.SpanKind.CLIENT, attributes=HTTP
+                ) as request:
+                    request.set_attribute("http.response.status_code", 200)
+                result = {
+                    "path": args["path"],
+                    "request_id": f"req-{number}-{step}",
+                    "lines": LINES,
+                }
+                s.set_attribute("gen_ai.tool.call.result", json.dumps(result))
+
+
+def percentiles(samples: list[int]) -> list[float]:
+    """p50, p99, p99.9 (nearest rank) and max of ``samples`` (ns), in microseconds."""
+    ordered = sorted(samples)
+    ranks = [math.ceil(p * len(ordered)) - 1 for p in (0.50, 0.99, 0.999)] + [len(ordered) - 1]
+    return [ordered[max(rank, 0)] / 1000 for rank in ranks]
+
+
+def latency(traces: int) -> None:
+    """The distribution of one ``on_end`` call's time, with and without otel-loopguard.
+
+    ``traces`` agent traces (:func:`agent_trace`) run on both sides, ``GROUP`` at a time: each
+    round's traces on one side, then the same traces on the other, the order alternating as in
+    :func:`ratio`, so that both distributions are drawn from the same moments of the machine.
+    Each side's processor is under :class:`Timed`; with otel-loopguard, the time includes the
+    downstream processor's ``on_end``, which otel-loopguard calls. Each round ends with
+    ``force_flush`` (not timed: ``on_end`` of a ``BatchSpanProcessor`` only queues the span).
+    The guard's detections are logged (as in production) to a handler that discards them.
+    """
+    sides: dict[bool, tuple[TracerProvider, Timed, LoopGuard | None]] = {}
+    for guarded in (True, False):
+        tracer_provider = TracerProvider()
+        guard = LoopGuard({"enabled": True}) if guarded else None
+        inner = downstream("otlp")
+        processor = inner if guard is None else LoopGuardSpanProcessor(guard, downstream=inner)
+        timer = Timed(processor)
+        tracer_provider.add_span_processor(timer)
+        sides[guarded] = tracer_provider, timer, guard
+    verdicts: Counter[str] = Counter()
+    logger = logging.getLogger("otel_loopguard")
+    handlers, propagate = logger.handlers[:], logger.propagate
+    logger.handlers, logger.propagate = [logging.NullHandler()], False
+    try:
+        for number in range(-2 * GROUP, traces):  # the first two rounds are a warm-up
+            if number == 0:
+                for _, timer, _ in sides.values():
+                    timer.tool.clear()
+                    timer.plain.clear()
+                verdicts.clear()
+                gc.collect()
+            if number % GROUP:
+                continue
+            for side in (True, False) if number // GROUP % 2 == 0 else (False, True):
+                tp, _, guard = sides[side]
+                for each in range(number, number + GROUP):
+                    agent_trace(tp, guard, each, verdicts)
+                tp.force_flush()
+    finally:
+        logger.handlers, logger.propagate = handlers, propagate
+        for tp, _, _ in sides.values():
+            tp.shutdown()
+    floor = Timed(NoOp())
+    span = ReadableSpan("timer", attributes={})
+    for _ in range(20_000):
+        floor.on_end(span)
+    with_, without = sides[True][1], sides[False][1]
+    spans = len(without.tool) + len(without.plain)
+    print(
+        f"\non_end latency, wall clock per call: {spans:,} spans a side ({traces:,} traces in "
+        f"{traces // GROUP:,} pairs of rounds), on the otlp pipeline"
+    )
+    print(
+        f"  verdicts of guard.check() with otel-loopguard: {verdicts['warn']:,} warn, "
+        f"{verdicts['block']:,} block, {verdicts['abort']:,} abort, {verdicts['none']:,} none"
+    )
+    print(f"{'':<44} {'p50':>8} {'p99':>8} {'p99.9':>8} {'max':>8}  (us)")
+    for label, before, after in (
+        ("tool spans", without.tool, with_.tool),
+        ("non-tool spans", without.plain, with_.plain),
+    ):
+        low, high = percentiles(before), percentiles(after)
+        rows = (
+            (f"{label} ({len(before):,}), without", low),
+            ("  with otel-loopguard", high),
+            ("  ratio", [b / a for a, b in zip(low[:3], high[:3], strict=True)]),
+        )
+        for name, values in rows:
+            print(f"{name:<44}" + "".join(f" {value:8.2f}" for value in values))
+    print(
+        f"{'timing alone (a no-op processor)':<44}"
+        + "".join(f" {value:8.2f}" for value in percentiles(floor.plain))
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=201, help="pairs of rounds (median)")
     parser.add_argument("--quick", action="store_true", help="a fifth of the work: a smoke run")
-    parser.add_argument(
+    only = parser.add_mutually_exclusive_group()
+    only.add_argument(
         "--parts",
         action="store_true",
         help="only where a tool span's overhead goes, and the digests-only yardstick",
     )
+    only.add_argument(
+        "--latency",
+        action="store_true",
+        help="only the distribution of one on_end call's time, with and without otel-loopguard",
+    )
     args = parser.parse_args()
     scale = 5 if args.quick else 1
     rounds = args.rounds // scale
+    latency_traces = LATENCY_TRACES // scale
     if args.parts:
         parts(rounds)
         digests_only(rounds)
+        return
+    if args.latency:
+        latency(latency_traces)
         return
     print(f"{'workload':<44} {'without':>11} -> {'with':>8}")
     httpx = plain_spans("opentelemetry.instrumentation.httpx")
@@ -403,6 +601,7 @@ def main() -> None:
     print("for information, against the floor (no exporter work; no target):")
     for name, value in floor.items():
         print(f"  {name:<26} {value:8.3f}")
+    latency(latency_traces)
 
 
 if __name__ == "__main__":
