@@ -1,10 +1,13 @@
-"""Digests of tool arguments and results (§4.1).
+"""Digests of tool arguments and results.
 
 An argument digest is canonical: it depends only on the value, never on key order, JSON
 whitespace, the process or the machine (SHA-256, not ``hash()``). A result given as JSON text is
 hashed as written, its volatile values blanked in one scan (a tool's results come from one
-serialiser); other results are canonical too. Any input is safe: huge strings are hashed without
-parsing, deep nesting falls back to the raw text, binary and lone surrogates are hashed as bytes.
+serialiser); other results are canonical too. Any input is safe, whatever the thread's stack and
+the recursion limit: strings over 1 MiB are hashed without parsing; JSON text nested more than
+64 levels deep is hashed as text, and objects are cut off there (the JSON parser and encoder
+recurse in C once per level); a Python repr is parsed only if :mod:`.pyrepr` finds it plain and
+shallow; binary and lone surrogates are hashed as bytes.
 Raw values are never kept: the engine keeps 60-bit keys (``*_key``), people read hex
 (``*_fingerprint``).
 """
@@ -39,7 +42,12 @@ MAX_PARSE_CHARS = 1 << 20
 """Strings longer than this are hashed as text, never parsed (bounded cost on 10 MB payloads)."""
 
 _MAX_DEPTH = 64
-"""Structures deeper than this (given as objects, not text) are hashed by their repr."""
+"""Nesting deeper than this is never parsed, walked or encoded, whatever the recursion limit.
+
+Python's JSON parser and encoder recurse in C once per level, and so do ``repr`` and the checks
+of the recursion limit: a host that raised the limit to a million lets a 500,000-deep text crash
+the interpreter. JSON text nested deeper is hashed as text; a structure given as an object has
+what lies deeper replaced by a marker. 64 levels take a few KiB of stack."""
 
 _JSON_START = frozenset('{["-0123456789tfn')
 _EXEC_FIELDS = ("status", "exitCode", "exit_code", "timedOut", "timed_out", "output", "aggregated")
@@ -74,10 +82,6 @@ _TEXT_RESULT = sha256(RESULT + b"t")
 """The digest state after a result text's domain (see _text_result_key)."""
 
 
-class _TooDeepError(Exception):
-    pass
-
-
 class Normal:
     """A normalised value, and what is known about it: parsed from JSON text (so JSON-native),
     and whether that text may hold a key that ``drop`` would remove."""
@@ -108,7 +112,7 @@ def _bits(digest: Any) -> int:
 def normalise(value: object) -> Normal:
     """Parse JSON text, unwrap known instrumentation wrappers; leave anything else as it is."""
     parsed = _parse(value)
-    unwrapped = _unwrap(parsed.value)
+    unwrapped = _unwrap(parsed.value, 0)
     if unwrapped is parsed.value:
         return parsed
     # Unwrapped: still JSON-native if parsed, but the text no longer tells what is inside.
@@ -131,18 +135,20 @@ def _parse(value: object) -> Normal:
                 return Normal(value)
         if len(text) > MAX_PARSE_CHARS:
             return Normal(value)
-        try:
-            return Normal(_LOADS(text), json_native=True, text=text)
-        except (ValueError, RecursionError):
-            # OpenInference's LangChain instrumentation records Python reprs of dicts.
-            text = text.strip()
-            if text[0] == "{":
-                try:
-                    parsed = pyrepr.literal(text)
-                except ValueError:
-                    return Normal(value)
-                return Normal(parsed) if isinstance(parsed, dict) else Normal(value)
-            return Normal(value)
+        if _shallow(text):
+            try:
+                return Normal(_LOADS(text), json_native=True, text=text)
+            except (ValueError, RecursionError):
+                pass
+        # OpenInference's LangChain instrumentation records Python reprs of dicts.
+        text = text.strip()
+        if text[0] == "{":
+            try:
+                parsed = pyrepr.literal(text)
+            except ValueError:
+                return Normal(value)
+            return Normal(parsed) if isinstance(parsed, dict) else Normal(value)
+        return Normal(value)
     if isinstance(value, tuple):
         return Normal(list(value))
     return Normal(value)
@@ -150,22 +156,55 @@ def _parse(value: object) -> Normal:
 
 _LOADS = json.JSONDecoder().decode
 """``json.loads`` without its per-call checks and keyword handling: the same C scanner."""
+
+
+def _shallow(text: str) -> bool:
+    """Whether JSON ``text`` nests at most ``_MAX_DEPTH`` deep; unbalanced text does not.
+
+    Most texts have fewer brackets than that, and two counts tell. Otherwise, at C speed: drop
+    escapes, keep only quotes and brackets (as bytes: UTF-8 puts no ASCII inside a character),
+    drop the strings, then delete the innermost pairs, one level per pass. Where the text stops
+    being JSON, the parser stops too: it never reads deeper than what is measured before that.
+    """
+    if text.count("[") + text.count("{") <= _MAX_DEPTH:
+        return True
+    data = text.encode("utf-8", "surrogatepass")
+    if b"\\" in data:
+        data = _ESCAPE.sub(b"", data)
+    # Two quotes in a row are an empty string or the bracket-free gap between two strings.
+    data = data.translate(_BRACKETS_AS_SQUARE, _NOT_STRUCTURE).replace(b'""', b"")
+    if b'"' in data:
+        data = _QUOTED.sub(b"", data)
+    for _ in range(_MAX_DEPTH):
+        inner = data.replace(b"[]", b"")
+        if not inner:
+            return True
+        if len(inner) == len(data):
+            return False  # unbalanced
+        data = inner
+    return False
+
+
+_ESCAPE = re.compile(rb"\\.", re.DOTALL)
+_QUOTED = re.compile(rb'"[^"]*+"')
+_BRACKETS_AS_SQUARE = bytes.maketrans(b"{}", b"[]")
+_NOT_STRUCTURE = bytes(byte for byte in range(256) if byte not in b'"[]{}')
 _ENVELOPE_KEYS = frozenset({"data", "args", "kwargs", "input_str", "inputs"})
 """A dict with none of these keys is no envelope (see _unwrap): most arguments and results."""
 _MESSAGE_KEYS = frozenset({"type", "data"})
 _CALL_KEYS = frozenset({"args", "kwargs"})
 
 
-def _unwrap(value: object) -> object:
+def _unwrap(value: object, depth: int) -> object:
     """Reduce known envelopes to the call's own arguments or result.
 
     smolagents' ``{"args": [], "kwargs": {...}}`` and LangChain/Traceloop's
     ``{"input_str", "inputs", "kwargs"}`` become the arguments; a serialised LangChain
     ``ToolMessage`` becomes its content. A single scalar argument ``{"path": "a.txt"}`` becomes
     ``"a.txt"``: instrumentations differ in whether they record a one-argument call by name or
-    by value.
+    by value. ``depth`` envelopes are already open: past ``_MAX_DEPTH``, the rest stays closed.
     """
-    if type(value) is not dict:
+    if type(value) is not dict or depth > _MAX_DEPTH:
         return value
     if len(value) == 1:
         (only,) = value.values()
@@ -179,15 +218,15 @@ def _unwrap(value: object) -> object:
         content = data.get("content")
         if data.get("status") == "error":
             return {"error": content}
-        return _unwrap(_parse(content).value)
+        return _unwrap(_parse(content).value, depth + 1)
     if keys <= _CALL_KEYS and isinstance(value.get("kwargs"), dict) and not value.get("args"):
-        return _unwrap(value["kwargs"])
+        return _unwrap(value["kwargs"], depth + 1)
     if ("input_str" in keys or "inputs" in keys) and keys <= _LANGCHAIN_KEYS:
         inputs = value.get("inputs")
         if isinstance(inputs, dict) and inputs:
-            return _unwrap(inputs)
+            return _unwrap(inputs, depth + 1)
         if "input_str" in value:
-            return _unwrap(_parse(value["input_str"]).value)
+            return _unwrap(_parse(value["input_str"]).value, depth + 1)
     return value
 
 
@@ -244,35 +283,38 @@ def _canonical(normal: Normal, drop: frozenset[str], text: ResultText | None) ->
             raw = normal.text
             finder = text.volatile if text is not None else None
             if drop and (raw is None or finder is None or finder.search(raw)):
-                value = _strip(value, drop, 0)
+                value = _strip(value, drop)
         else:
             value = _clean(value, drop, 0)
         return b"j" + _ENCODE(value).encode("ascii")
-    except (_TooDeepError, RecursionError, ValueError, TypeError):
-        return b"r" + _fallback_text(value).encode("utf-8", "surrogatepass")
+    except (RecursionError, ValueError, TypeError):
+        # A host already near its recursion limit, or a value the encoder refuses: the text it
+        # was written as, if any. Never the builtin repr: it recurses in C as deep as the value.
+        raw = normal.text if normal.text is not None else f"<{type(value).__qualname__}>"
+        return b"r" + raw.encode("utf-8", "surrogatepass")
 
 
-def _strip(value: object, drop: frozenset[str], depth: int) -> object:
-    """JSON-native ``value`` without the ``drop`` keys, at any depth."""
-    if depth > _MAX_DEPTH:
-        raise _TooDeepError
+def _strip(value: object, drop: frozenset[str]) -> object:
+    """JSON-native ``value`` without the ``drop`` keys, at any depth (parsed JSON is at most
+    ``_MAX_DEPTH`` deep, and so is this recursion)."""
     if type(value) is dict:
         return {
-            k: (_strip(v, drop, depth + 1) if type(v) in (dict, list) else v)
+            k: (_strip(v, drop) if type(v) in (dict, list) else v)
             for k, v in value.items()
             if k not in drop
         }
     if type(value) is list:
-        return [_strip(v, drop, depth + 1) if type(v) in (dict, list) else v for v in value]
+        return [_strip(v, drop) if type(v) in (dict, list) else v for v in value]
     return value
 
 
 def _clean(value: object, drop: frozenset[str], depth: int) -> object:
-    """Any Python value as JSON-native data, ``drop`` keys removed; unknown types by name only."""
-    if depth > _MAX_DEPTH:
-        raise _TooDeepError
+    """Any Python value as JSON-native data, ``drop`` keys removed; unknown types by name only,
+    and what lies deeper than ``_MAX_DEPTH`` levels by a marker naming its type."""
     if value is None or isinstance(value, bool | int | float | str):
         return value
+    if depth >= _MAX_DEPTH:
+        return {"$deep": type(value).__qualname__}
     if isinstance(value, Mapping):
         return {
             str(k): _clean(v, drop, depth + 1)
@@ -286,13 +328,6 @@ def _clean(value: object, drop: frozenset[str], depth: int) -> object:
     if isinstance(value, bytes | bytearray):
         return {"$bytes": blake2b(bytes(value), digest_size=16).hexdigest()}
     return {"$repr": f"{type(value).__qualname__}"}
-
-
-def _fallback_text(value: object) -> str:
-    try:
-        return repr(value)[: MAX_PARSE_CHARS * 4]
-    except Exception:
-        return f"<{type(value).__qualname__}>"
 
 
 def _exec_view(result: Normal, exec_style: bool) -> Normal:
@@ -328,7 +363,7 @@ def call_key(tool: str, args: object) -> tuple[int, object]:
     The usual arguments, a JSON object text of several keys that is no envelope, take a short
     path to the same key: parse, encode canonically, hash.
     """
-    if type(args) is str and args[:1] == "{" and len(args) <= MAX_PARSE_CHARS:
+    if type(args) is str and args[:1] == "{" and len(args) <= MAX_PARSE_CHARS and _shallow(args):
         try:
             value = _LOADS(args)
             if type(value) is dict and len(value) > 1 and _ENVELOPE_KEYS.isdisjoint(value):
@@ -398,18 +433,43 @@ def _text_result_key(text: str, patterns: ResultText) -> int | None:
 
 def _value_end(text: str, start: int) -> int:
     """Where the JSON value at ``start`` ends, nested or not; -1 when there is none."""
-    if text[start : start + 1] == '"':
+    first = text[start : start + 1]
+    if first == '"':
         # The usual volatile value, a string without escapes: its end is the next quote.
         end = text.find('"', start + 1)
         if end > 0 and "\\" not in text[start:end]:
             return end + 1
+    elif first in _BRACKETS and not _nests_within_bound(text, start):
+        return -1
     try:
         return _DECODE(text, start)[1]
     except (ValueError, RecursionError):
         return -1
 
 
+def _nests_within_bound(text: str, start: int) -> bool:
+    """Whether the array or object at ``start`` closes within ``_MAX_DEPTH`` levels.
+
+    Counted token by token from ``start``, not measured on the whole text: a key found where
+    the text is no JSON (after a string's closing quote) starts a value the whole text's
+    strings can hide. Only volatile values that are arrays or objects are counted.
+    """
+    depth = 0
+    for token in _STRING_OR_BRACKET.finditer(text, start):
+        char = text[token.start()]
+        if char in "[{":
+            depth += 1
+            if depth > _MAX_DEPTH:
+                return False
+        elif char != '"':
+            depth -= 1
+            if depth == 0:
+                return True
+    return False
+
+
 _DECODE = json.JSONDecoder().raw_decode
+_STRING_OR_BRACKET = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"|[\[\]{}]', re.DOTALL)
 _BRACKETS = ("{", "[")
 _REPR = re.compile(r"[\[{ \t\r\n]*'")
 """A Python repr of a dict or list of them: parsed, not read as JSON text."""

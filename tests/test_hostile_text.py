@@ -7,6 +7,7 @@ a quadratic pattern or an unbounded recursion shows as a timeout or a crash, nev
 from __future__ import annotations
 
 import functools
+import json
 import re
 import subprocess
 import sys
@@ -15,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from otel_loopguard.fingerprint import call_key
+from otel_loopguard.fingerprint import call_key, result_key, result_text
 from otel_loopguard.messages import TAG, message, strip_messages
 from otel_loopguard.pyrepr import literal
 
@@ -190,3 +191,110 @@ SMALL_STACK = (
 )
 def test_a_python_repr_is_parsed_with_a_bounded_stack(texts: str) -> None:
     finishes(f"TEXTS = {texts}\n" + SMALL_STACK)
+
+
+# JSON nesting, on a host that raised its recursion limit
+
+HIGH_LIMIT = (
+    "import sys\n"
+    "from otel_loopguard.fingerprint import call_key, result_key, result_text\n"
+    "sys.setrecursionlimit(10**6)\n"
+    "VOLATILE = frozenset({'id'})\n"
+    "PATTERNS = result_text(VOLATILE)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "'[' * 500_000 + ']' * 500_000",
+        "'[' * 500_000",
+        "'{\"a\":' * 150_000 + '1' + '}' * 150_000",
+        "'{\"a\": 1, \"b\": ' + '[' * 500_000 + ']' * 500_000 + '}'",
+    ],
+    ids=["array", "unclosed", "object", "deep value"],
+)
+def test_deep_json_text_is_never_parsed_whatever_the_recursion_limit(text: str) -> None:
+    finishes(
+        HIGH_LIMIT + f"TEXT = {text}\n"
+        "call_key('tool', TEXT)\n"
+        "result_key(TEXT, VOLATILE)\n"
+        "result_key(TEXT, VOLATILE, text=PATTERNS)\n"
+        "result_key(TEXT, VOLATILE, exec_style=True, text=PATTERNS)\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "'{\"id\": ' + '[' * 500_000 + ']' * 500_000 + '}'",
+        # Not JSON: the key's closing quote is the end of "foo", and what follows is no string.
+        "'[\"foo\"id\": ' + '[' * 500_000 + '\"]'",
+    ],
+    ids=["volatile value", "key after a string"],
+)
+def test_a_deep_volatile_value_is_never_parsed_whatever_the_recursion_limit(text: str) -> None:
+    finishes(HIGH_LIMIT + f"TEXT = {text}\nresult_key(TEXT, VOLATILE, text=PATTERNS)\n")
+
+
+def nested(levels: int) -> object:
+    """``levels`` arrays and objects, one inside the other."""
+    return functools.reduce(lambda inner, i: [inner] if i % 2 else {"k": inner}, range(levels), 1)
+
+
+def test_json_text_nested_64_deep_is_parsed_and_65_deep_is_hashed_as_text() -> None:
+    # Brackets and escaped quotes inside strings are text: they neither nest nor count.
+    strings = ['[{"\\"[', "]]]}}", "\\", '\\"]]'] * 40
+    for value in ({"deep": nested(63), "strings": strings}, [nested(63)] * 10):
+        text = json.dumps(value)
+        assert text.count("[") + text.count("{") > 64
+        assert call_key("tool", text) == call_key("tool", value)
+    assert call_key("tool", json.dumps([nested(64)]))[1] == json.dumps([nested(64)])
+
+
+bracket_text = st.text(alphabet='[]{}"\\ab:,', max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.dictionaries(bracket_text, bracket_text | st.lists(bracket_text), max_size=4)))
+def test_json_text_with_many_brackets_in_and_out_of_strings_parses_like_its_value(
+    rows: list[dict[str, object]],
+) -> None:
+    value = [*rows, *[{}] * 65]  # more brackets than the quick count lets through
+    assert call_key("tool", json.dumps(value)) == call_key("tool", value)
+
+
+def test_an_object_under_a_volatile_key_is_blanked_in_a_text_of_many_brackets() -> None:
+    volatile = frozenset({"meta"})
+    patterns = result_text(volatile)
+    rows = [{"n": n} for n in range(70)]
+    one = json.dumps({"rows": rows, "meta": {"at": [[1]], "host": "a"}})
+    two = json.dumps({"rows": rows, "meta": {"at": [[2]], "note": "[[[{"}})
+    assert result_key(one, volatile, text=patterns) == result_key(two, volatile, text=patterns)
+    other = json.dumps({"rows": rows[1:], "meta": {}})
+    assert result_key(one, volatile, text=patterns) != result_key(other, volatile, text=patterns)
+
+
+def test_deep_structures_given_as_objects_are_safe_whatever_the_recursion_limit() -> None:
+    finishes(
+        HIGH_LIMIT + "deep = []\n"
+        "cursor = deep\n"
+        "for _ in range(500_000):\n"
+        "    cursor.append([])\n"
+        "    cursor = cursor[0]\n"
+        "call_key('tool', deep)\n"
+        "result_key(deep, VOLATILE)\n"
+        "result_key({'items': deep, 'id': 1}, VOLATILE)\n"
+    )
+
+
+def test_deeply_nested_envelopes_given_as_objects_are_safe() -> None:
+    finishes(
+        "from otel_loopguard.fingerprint import call_key, result_key\n"
+        "for key in ('kwargs', 'inputs'):\n"
+        "    envelope = {'a': 1, 'b': 2}\n"
+        "    for _ in range(100_000):\n"
+        "        envelope = {key: envelope}\n"
+        "    call_key('tool', envelope)\n"
+        "    result_key(envelope, frozenset())\n"
+    )
