@@ -141,12 +141,38 @@ def test_a_failing_downstream_processor_never_raises_into_the_application() -> N
     processor.shutdown()
 
 
-def test_shutdown_and_force_flush_pass_through() -> None:
-    downstream = Recorder()
+class Flushing(Recorder):
+    def __init__(self, answer: bool) -> None:
+        super().__init__()
+        self.answer = answer
+        self.flushed: list[int] = []
+        self.shut = 0
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        self.flushed.append(timeout_millis)
+        return self.answer
+
+    def shutdown(self) -> None:
+        self.shut += 1
+
+
+@pytest.mark.parametrize("answer", [True, False])
+def test_shutdown_and_force_flush_pass_through(answer: bool) -> None:
+    downstream = Flushing(answer)
     processor = LoopGuardSpanProcessor(LoopGuard(), downstream=downstream)
-    assert processor.force_flush() is True
+    assert processor.force_flush(1234) is answer
+    assert downstream.flushed == [1234]
     processor.shutdown()
+    assert downstream.shut == 1
+    # With nothing downstream the answer is otel-loopguard's own.
     assert LoopGuardSpanProcessor(LoopGuard()).force_flush() is True
+
+
+def test_force_flush_passes_on_the_sdk_base_processors_own_answer() -> None:
+    # The SDK's base SpanProcessor.force_flush answers True on newer SDKs and None on 1.27
+    # (its body is only a docstring there): whatever the installed SDK answers comes back as is.
+    processor = LoopGuardSpanProcessor(LoopGuard(), downstream=Recorder())
+    assert processor.force_flush() is Recorder().force_flush()
 
 
 def test_a_very_long_trace_keeps_working() -> None:
