@@ -14,9 +14,10 @@ Raw values are never kept: the engine keeps 60-bit keys (``*_key``), people read
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from hashlib import blake2b, sha256
 from typing import Any
@@ -285,7 +286,7 @@ def _canonical(normal: Normal, drop: frozenset[str], text: ResultText | None) ->
             if drop and (raw is None or finder is None or finder.search(raw)):
                 value = _strip(value, drop)
         else:
-            value = _clean(value, drop, 0)
+            value = _clean(value, drop, 0, itertools.count())
         return b"j" + _ENCODE(value).encode("ascii")
     except (RecursionError, ValueError, TypeError):
         # A host already near its recursion limit, or a value the encoder refuses: the text it
@@ -308,26 +309,37 @@ def _strip(value: object, drop: frozenset[str]) -> object:
     return value
 
 
-def _clean(value: object, drop: frozenset[str], depth: int) -> object:
-    """Any Python value as JSON-native data, ``drop`` keys removed; unknown types by name only,
-    and what lies deeper than ``_MAX_DEPTH`` levels by a marker naming its type."""
-    if value is None or isinstance(value, bool | int | float | str):
+def _clean(value: object, drop: frozenset[str], depth: int, walked: Iterator[int]) -> object:
+    """Any Python value as JSON-native data, ``drop`` keys removed; unknown types by name only.
+
+    A marker naming its type stands for a container deeper than ``_MAX_DEPTH`` levels or past
+    the first ``_MAX_CONTAINERS`` walked (``walked`` counts them): an object that refers to
+    itself, or shares one part many times over, would otherwise be walked once per path to it.
+    """
+    if value is None or isinstance(value, _SCALARS):
         return value
-    if depth >= _MAX_DEPTH:
-        return {"$deep": type(value).__qualname__}
-    if isinstance(value, Mapping):
-        return {
-            str(k): _clean(v, drop, depth + 1)
-            for k, v in value.items()
-            if not (drop and str(k) in drop)
-        }
-    if isinstance(value, list | tuple):
-        return [_clean(v, drop, depth + 1) for v in value]
-    if isinstance(value, set | frozenset):
-        return sorted((_clean(v, drop, depth + 1) for v in value), key=repr)
+    if isinstance(value, _CONTAINERS):
+        if depth >= _MAX_DEPTH or next(walked) >= _MAX_CONTAINERS:
+            return {"$cut": type(value).__qualname__}
+        depth += 1
+        if isinstance(value, Mapping):
+            return {
+                str(k): _clean(v, drop, depth, walked)
+                for k, v in value.items()
+                if not (drop and str(k) in drop)
+            }
+        if isinstance(value, list | tuple):
+            return [_clean(v, drop, depth, walked) for v in value]
+        return sorted((_clean(v, drop, depth, walked) for v in value), key=repr)
     if isinstance(value, bytes | bytearray):
         return {"$bytes": blake2b(bytes(value), digest_size=16).hexdigest()}
     return {"$repr": f"{type(value).__qualname__}"}
+
+
+_SCALARS = (bool, int, float, str)
+_CONTAINERS = (Mapping, list, tuple, set, frozenset)
+_MAX_CONTAINERS = 1 << 16
+"""At most this many containers of an object are walked (65,536: more than any argument)."""
 
 
 def _exec_view(result: Normal, exec_style: bool) -> Normal:

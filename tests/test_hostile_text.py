@@ -298,3 +298,17 @@ def test_deeply_nested_envelopes_given_as_objects_are_safe() -> None:
         "    call_key('tool', envelope)\n"
         "    result_key(envelope, frozenset())\n"
     )
+
+
+def test_objects_that_refer_to_themselves_or_share_parts_are_digested_in_bounded_time() -> None:
+    finishes(
+        "from otel_loopguard.fingerprint import call_key, result_key\n"
+        "cycle = {'name': 'node'}\n"
+        "cycle['parent'] = cycle['child'] = cycle\n"
+        "shared = [1]\n"
+        "for _ in range(60):\n"
+        "    shared = [shared, shared]\n"
+        "for value in (cycle, shared, {'items': [cycle] * 3, 'id': 1}):\n"
+        "    call_key('tool', value)\n"
+        "    result_key(value, frozenset({'id'}))\n"
+    )
