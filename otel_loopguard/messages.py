@@ -31,7 +31,11 @@ def strip_messages(text: str) -> str:
     at most :data:`MAX_MESSAGE_CHARS` before the tag. Each tag is found once and looked back
     from once, so the work is linear in the length searched.
     """
-    origin = max(0, len(text) - MAX_SEARCH_CHARS)
+    origin = len(text) - MAX_SEARCH_CHARS
+    if origin <= 0:
+        if TAG not in text:  # the usual result, tested as fast as can be
+            return text
+        origin = 0
     tag = text.find(TAG, origin)
     if tag < 0:
         return text
