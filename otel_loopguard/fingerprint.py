@@ -8,8 +8,7 @@ the recursion limit: strings over 1 MiB are hashed without parsing; JSON text ne
 64 levels deep is hashed as text, and objects are cut off there (the JSON parser and encoder
 recurse in C once per level); a Python repr is parsed only if :mod:`.pyrepr` finds it plain and
 shallow; binary and lone surrogates are hashed as bytes.
-Raw values are never kept: the engine keeps 60-bit keys (``*_key``), people read hex
-(``*_fingerprint``).
+Raw values are never kept: only 60-bit keys (``*_key``).
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from hashlib import blake2b, sha256
 from typing import Any
@@ -28,13 +27,10 @@ __all__ = [
     "MAX_PARSE_CHARS",
     "Normal",
     "ResultText",
-    "args_fingerprint",
     "args_key",
     "call_key",
-    "error_fingerprint",
     "error_key",
     "normalise",
-    "result_fingerprint",
     "result_key",
     "result_text",
 ]
@@ -56,27 +52,11 @@ _EXEC_TAIL = "tail"
 _LANGCHAIN_KEYS = frozenset({"input_str", "inputs", "kwargs", "tags", "metadata", "run_id", "name"})
 
 
-def _unencodable(value: object) -> object:
-    raise TypeError(type(value).__qualname__)
-
-
-def _encoder() -> Callable[[object], str]:
-    """Canonical JSON (sorted keys, no whitespace, ASCII): the C encoder, built once, when the
-    interpreter has one (``JSONEncoder.encode`` builds it on every call)."""
-    make: Any = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:  # pragma: no cover - CPython always has it
-        return json.JSONEncoder(
-            sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=True
-        ).encode
-    # No circular-reference markers: parsed JSON has no cycles, and _clean bounds the depth of
-    # anything else; a cycle would end in RecursionError, which _canonical catches.
-    encoder = make(
-        None, _unencodable, json.encoder.encode_basestring_ascii, None, ":", ",", True, False, True
-    )
-    return lambda value: "".join(encoder(value, 0))
-
-
-_ENCODE = _encoder()
+_ENCODE = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=True, check_circular=False
+).encode
+"""Canonical JSON: sorted keys, no whitespace, ASCII. No check for cycles: parsed JSON has
+none, and ``_clean`` stops at ``_MAX_DEPTH`` levels whatever it is given."""
 ARGS, RESULT, ERROR = b"args\0", b"result\0", b"error\0"
 """What a digest is of: never equal for an argument, a result and an error of the same bytes."""
 _TEXT_RESULT = sha256(RESULT + b"t")
@@ -121,7 +101,7 @@ def normalise(value: object) -> Normal:
 
 
 def _parse(value: object) -> Normal:
-    if isinstance(value, bytes | bytearray | memoryview):
+    if isinstance(value, _BINARY):
         raw = bytes(value)
         try:
             value = raw.decode("utf-8")
@@ -138,7 +118,7 @@ def _parse(value: object) -> Normal:
             return Normal(value)
         if _shallow(text):
             try:
-                return Normal(_LOADS(text), json_native=True, text=text)
+                return Normal(_LOADS(text), True, text)
             except (ValueError, RecursionError):
                 pass
         # OpenInference's LangChain instrumentation records Python reprs of dicts.
@@ -157,6 +137,7 @@ def _parse(value: object) -> Normal:
 
 _LOADS = json.JSONDecoder().decode
 """``json.loads`` without its per-call checks and keyword handling: the same C scanner."""
+_BINARY = (bytes, bytearray, memoryview)
 
 
 def _shallow(text: str) -> bool:
@@ -281,10 +262,11 @@ def _canonical(normal: Normal, drop: frozenset[str], text: ResultText | None) ->
     try:
         if normal.json_native:
             # Parsed from JSON: already JSON-native; only walk it if a dropped key is in it.
-            raw = normal.text
-            finder = text.volatile if text is not None else None
-            if drop and (raw is None or finder is None or finder.search(raw)):
-                value = _strip(value, drop)
+            if drop:
+                raw = normal.text
+                finder = text.volatile if text is not None else None
+                if raw is None or finder is None or finder.search(raw):
+                    value = _strip(value, drop)
         else:
             value = _clean(value, drop, 0, itertools.count())
         return b"j" + _ENCODE(value).encode("ascii")
@@ -370,19 +352,7 @@ def args_key(tool: str, args: Normal) -> int:
 
 
 def call_key(tool: str, args: object) -> tuple[int, object]:
-    """``args_key`` of the normalised arguments, and those arguments (for poll rules).
-
-    The usual arguments, a JSON object text of several keys that is no envelope, take a short
-    path to the same key: parse, encode canonically, hash.
-    """
-    if type(args) is str and args[:1] == "{" and len(args) <= MAX_PARSE_CHARS and _shallow(args):
-        try:
-            value = _LOADS(args)
-            if type(value) is dict and len(value) > 1 and _ENVELOPE_KEYS.isdisjoint(value):
-                data = b"j" + _ENCODE(value).encode("ascii")  # as _canonical has it
-                return _key(tool.encode("utf-8", "surrogatepass") + b"\0" + data, ARGS), value
-        except (ValueError, RecursionError):
-            pass  # the long way tells what it is
+    """``args_key`` of the normalised arguments, and those arguments (for poll rules)."""
     normal = normalise(args)
     return args_key(tool, normal), normal.value
 
@@ -490,21 +460,3 @@ _REPR = re.compile(r"[\[{ \t\r\n]*'")
 def error_key(message: str) -> int:
     """A digest of an error message; never equal to a result's (another domain)."""
     return _key(message.encode("utf-8", "surrogatepass"), ERROR)
-
-
-def args_fingerprint(tool: str, args: object) -> str:
-    """``tool:`` plus the hex digest of the canonical arguments."""
-    return f"{tool}:{args_key(tool, normalise(args)):016x}"
-
-
-def result_fingerprint(
-    result: object, volatile_keys: frozenset[str] = _NO_KEYS, *, exec_style: bool = False
-) -> str:
-    """The hex digest of a result, volatile keys removed at any depth (as the engine has it)."""
-    text = result_text(volatile_keys)
-    return f"{result_key(result, volatile_keys, exec_style=exec_style, text=text):016x}"
-
-
-def error_fingerprint(message: str) -> str:
-    """``error:`` plus the hex digest of the error message."""
-    return f"error:{error_key(message):016x}"
