@@ -12,9 +12,10 @@ the processor is made.
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import replace
+from typing import Any, NamedTuple
 
 from opentelemetry.sdk.trace import ReadableSpan, Span
 from opentelemetry.trace import StatusCode
@@ -32,8 +33,7 @@ from .state import Decision, ScopeState
 __all__ = ["NOTHING_ENDED", "Ended", "Lifecycle", "mark_of"]
 
 
-@dataclass(frozen=True, slots=True)
-class Ended:
+class Ended(NamedTuple):
     """What ``Lifecycle.ended`` found: the marks for the span, and its entry in the live map
     (``own``: the span's own entry, else the ancestor's it was filed under)."""
 
@@ -45,9 +45,9 @@ class Ended:
 NOTHING_ENDED = Ended()
 
 
-@dataclass(frozen=True, slots=True)
-class _Outcome:
-    """A tool span's call at its end, ready to be recorded."""
+class _Outcome(NamedTuple):
+    """A tool span's call at its end, ready to be recorded (made per tool span: a named tuple
+    is immutable and cheaper to make than a frozen dataclass)."""
 
     span_id: int
     scope_key: str
@@ -115,17 +115,18 @@ class Lifecycle:
         # attributes. With one agent config, the trace as scope and a downstream processor
         # to carry late detections, nothing does.
         self._inherit = keep_ancestry or bool(settings.agents) or self._scoped_by_attribute
-        self._recently_ended: dict[int, None] = {}
-        """Span ids whose end was handled, oldest first (a dict as an ordered set)."""
+        self._recently_ended: set[int] = set()
+        """Span ids whose end was handled (the newest ``_RECENTLY_ENDED``, in ``_ended_order``)."""
+        self._ended_order: deque[int] = deque()
         self._misuse = Misuse()
-        self.glance = not self._names_matter and not self._inherit
-        """Whether the processor may settle a span with a glance, before calling ``started``
-        or ``ended``: a child inside a local trace, of a ``pass_through`` instrumentation or
-        with none of ``keys`` (and, at its end, no entry), is done with."""
-
-    def plain(self, span: Any) -> bool:
-        """The glance's test: of a ``pass_through`` instrumentation, or with none of ``keys``."""
-        return self.reader.plain(span, self.keys, self.pass_through)
+        glance = not self._names_matter and not self._inherit
+        self.glance: sdkspan.Glance | None = (
+            self.reader.glance(self.keys, self.pass_through, self.entries) if glance else None
+        )
+        """How the processor settles a span with a glance, before calling ``started`` or
+        ``ended`` (``None``: it cannot, every span may matter): a child inside a local trace,
+        of a ``pass_through`` instrumentation or with none of ``keys`` (and, at its end, no
+        entry), is done with."""
 
     def started(self, span: Span) -> None:
         fields = self.reader.fields(span)
@@ -274,13 +275,14 @@ class Lifecycle:
     def _ended_before(self, span_id: int) -> bool:
         """Whether this span's end was handled already (two processors on one guard), and
         remember it: only spans that carry our attributes get here, and the memory is bounded."""
-        ended = self._recently_ended
+        ended, order = self._recently_ended, self._ended_order
         if span_id in ended:
             self._misuse.duplicate()
             return True
-        if len(ended) >= _RECENTLY_ENDED:
-            ended.pop(next(iter(ended)))
-        ended[span_id] = None
+        if len(order) >= _RECENTLY_ENDED:
+            ended.discard(order.popleft())
+        ended.add(span_id)
+        order.append(span_id)
         return False
 
     def _record(

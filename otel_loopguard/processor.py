@@ -38,7 +38,11 @@ class LoopGuardSpanProcessor(SpanProcessor):
         # Without downstream, late detections go on the nearest live ancestor: this
         # processor's lifecycle keeps ancestry (decided here, for this processor only).
         self._lifecycle = Lifecycle(runtime, keep_ancestry=downstream is None)
-        # Bound once: the per-span path makes no attribute look-ups it can avoid.
+        # Bound once: the per-span path makes no attribute look-ups it can avoid. A glance
+        # settles most spans of the application (HTTP, database, plain ones) in one call.
+        glance = self._lifecycle.glance
+        self._settled_at_start = glance.at_start if glance is not None else _never
+        self._settled_at_end = glance.at_end if glance is not None else _never
         self._forward_start = downstream.on_start if downstream is not None else None
         self._forward_end = downstream.on_end if downstream is not None else None
 
@@ -52,7 +56,8 @@ class LoopGuardSpanProcessor(SpanProcessor):
         # limit, nothing escapes into start_span, and the span goes on before we report.
         failure = theirs = None
         try:
-            self._started(span)
+            if not self._settled_at_start(span):
+                self._lifecycle.started(span)
         except Exception as exc:
             failure = exc
         if self._forward_start is not None:
@@ -105,25 +110,11 @@ class LoopGuardSpanProcessor(SpanProcessor):
         if ours is not None:
             errors.report(where, ours)
 
-    def _started(self, span: Span) -> None:
-        lifecycle = self._lifecycle
-        # Runs for every span of the application: a glance settles a span inside a local trace
-        # that is of an HTTP, database or messaging instrumentation or has none of the
-        # attributes we read, without calling started.
-        if not (lifecycle.glance and lifecycle.reader.local_child(span) and lifecycle.plain(span)):
-            lifecycle.started(span)
-
     def _ended(self, span: ReadableSpan) -> ReadableSpan:
         """The span to pass on: itself, or an enriched copy."""
-        lifecycle = self._lifecycle
-        # The glance of on_start, and the span has no entry: it was settled at its start.
-        if (
-            lifecycle.glance
-            and lifecycle.reader.span_id(span) not in lifecycle.entries
-            and lifecycle.plain(span)
-        ):
+        if self._settled_at_end(span):  # settled at its start too: it has no entry
             return span
-        ended = lifecycle.ended(span)
+        ended = self._lifecycle.ended(span)
         if not ended.marks:
             return span
         return self._annotated(span, ended.marks, ended.entry, ended.own)
@@ -161,3 +152,7 @@ class LoopGuardSpanProcessor(SpanProcessor):
         except Exception as exc:
             self._report("force_flush", None, exc)
             return False
+
+
+def _never(span: object) -> bool:
+    return False

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from opentelemetry.context import Context
 from opentelemetry.sdk.resources import Resource
@@ -33,6 +33,7 @@ __all__ = [
     "SPAN_ID",
     "TRACE_ID",
     "Bounds",
+    "Glance",
     "SpanFields",
     "SpanReader",
     "bounds_of",
@@ -48,9 +49,9 @@ TRACE_ID, SPAN_ID, IS_REMOTE = 0, 1, 2
 _NOTHING: Mapping[str, Any] = {}
 
 
-@dataclass(frozen=True, slots=True)
-class SpanFields:
-    """What the lifecycle reads of a span that may matter (one is made per such span)."""
+class SpanFields(NamedTuple):
+    """What the lifecycle reads of a span that may matter (one is made per such span: a named
+    tuple, immutable and three times cheaper to make than a frozen dataclass)."""
 
     trace_id: int
     span_id: int
@@ -66,6 +67,12 @@ class SpanFields:
 
 class PublicReader:
     """Reads spans through the SDK's public ``ReadableSpan`` accessors: any span."""
+
+    def glance(
+        self, keys: frozenset[str], pass_through: frozenset[str], entries: Mapping[int, object]
+    ) -> Glance:
+        """The processor's glance under these keys, scopes and live entries."""
+        return Glance(keys, pass_through, entries)
 
     def local_child(self, span: Any) -> bool:
         """Whether the span has a parent in this process (not remote)."""
@@ -110,27 +117,10 @@ _PUBLIC = PublicReader()
 class InPlaceReader:
     """Reads SDK spans' fields in place; any other span through the public accessors."""
 
-    def local_child(self, span: Any) -> bool:
-        try:
-            parent = span._parent
-            return parent is not None and not parent[IS_REMOTE]
-        except (AttributeError, TypeError):
-            return _PUBLIC.local_child(span)
-
-    def span_id(self, span: Any) -> int | None:
-        try:
-            span_id: int = span._context[SPAN_ID]
-            return span_id
-        except (AttributeError, TypeError):
-            return _PUBLIC.span_id(span)
-
-    def plain(self, span: Any, keys: frozenset[str], pass_through: frozenset[str]) -> bool:
-        try:
-            return span._instrumentation_scope._name in pass_through or keys.isdisjoint(
-                span._attributes._dict
-            )
-        except (AttributeError, TypeError):
-            return _PUBLIC.plain(span, keys, pass_through)
+    def glance(
+        self, keys: frozenset[str], pass_through: frozenset[str], entries: Mapping[int, object]
+    ) -> Glance:
+        return InPlaceGlance(keys, pass_through, entries)
 
     def attributes(self, span: Any) -> Mapping[str, Any]:
         # The SDK's BoundedAttributes keeps a plain dict: reads of it are atomic under the GIL.
@@ -158,6 +148,59 @@ class InPlaceReader:
 
 
 SpanReader = InPlaceReader | PublicReader
+
+
+class Glance:
+    """The processor's glance at every span, through the public accessors: settled (done
+    with) when it is a child inside a local trace (at its start) or has no entry in ``entries``
+    (at its end), and is of a ``pass_through`` instrumentation or has none of ``keys``."""
+
+    __slots__ = ("entries", "keys", "pass_through")
+
+    def __init__(
+        self, keys: frozenset[str], pass_through: frozenset[str], entries: Mapping[int, object]
+    ) -> None:
+        self.keys = keys
+        self.pass_through = pass_through
+        self.entries = entries
+
+    def at_start(self, span: Any) -> bool:
+        return _PUBLIC.local_child(span) and _PUBLIC.plain(span, self.keys, self.pass_through)
+
+    def at_end(self, span: Any) -> bool:
+        return _PUBLIC.span_id(span) not in self.entries and _PUBLIC.plain(
+            span, self.keys, self.pass_through
+        )
+
+
+class InPlaceGlance(Glance):
+    """The glance reading SDK spans in place: one call per span, no allocation. A span not
+    laid out as the SDK's is never settled by it (the lifecycle then reads it publicly)."""
+
+    __slots__ = ()
+
+    def at_start(self, span: Any) -> bool:
+        try:
+            parent = span._parent
+            return (
+                parent is not None
+                and not parent[IS_REMOTE]
+                and (
+                    span._instrumentation_scope._name in self.pass_through
+                    or self.keys.isdisjoint(span._attributes._dict)
+                )
+            )
+        except (AttributeError, TypeError):
+            return False
+
+    def at_end(self, span: Any) -> bool:
+        try:
+            return span._context[SPAN_ID] not in self.entries and (
+                span._instrumentation_scope._name in self.pass_through
+                or self.keys.isdisjoint(span._attributes._dict)
+            )
+        except (AttributeError, TypeError):
+            return False
 
 
 class _Capture(SpanProcessor):
@@ -188,21 +231,21 @@ _NO_LIMITS = SpanLimits(
 
 def _reads_agree(span: Any) -> bool:
     """Whether reading ``span`` in place gives what its public accessors give."""
-    keys = frozenset({"gen_ai.tool.name"})
-    none = frozenset({"absent"})
-    fast, public = InPlaceReader(), _PUBLIC
-    fields = fast.fields(span)
-    return bool(
-        type(getattr(getattr(span, "_attributes", None), "_dict", None)) is dict
-        and fields is not None
-        and fields == public.fields(span)
-        and fields.attributes == _PROBE_ATTRIBUTES
-        and fast.local_child(span) is public.local_child(span)
-        and fast.span_id(span) == public.span_id(span) is not None
-        and fast.plain(span, keys, frozenset()) is public.plain(span, keys, frozenset()) is False
-        and fast.plain(span, none, frozenset()) is public.plain(span, none, frozenset()) is True
-        and fast.plain(span, keys, frozenset({"probe"})) is True
-    )
+    fields = InPlaceReader().fields(span)
+    if fields is None or type(getattr(span._attributes, "_dict", None)) is not dict:
+        return False
+    agree = fields == _PUBLIC.fields(span) and fields.attributes == _PROBE_ATTRIBUTES
+    for keys, scopes, entries in (
+        ({"gen_ai.tool.name"}, set(), {}),  # a key we read
+        ({"absent"}, set(), {}),  # none of our keys
+        ({"gen_ai.tool.name"}, {"probe"}, {}),  # a pass-through instrumentation
+        ({"absent"}, set(), {fields.span_id: None}),  # tracked at its start
+    ):
+        glances = [
+            kind(frozenset(keys), frozenset(scopes), entries) for kind in (InPlaceGlance, Glance)
+        ]
+        agree = agree and len({(g.at_start(span), g.at_end(span)) for g in glances}) == 1
+    return agree
 
 
 class _ProbeIds(IdGenerator):

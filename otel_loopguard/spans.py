@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from hashlib import sha256
-from typing import Any
+from typing import Any, NamedTuple
 
 from .resolve import GlobalSettings
 
@@ -91,8 +90,7 @@ def bounded(text: str, limit: int = MAX_NAME_CHARS) -> str:
     return f"{text[: limit - 17]}~{digest}"
 
 
-@dataclass(frozen=True, slots=True)
-class ToolCallView:
+class ToolCallView(NamedTuple):
     """What a span says about its call: tool name, raw arguments (if any yet), call id."""
 
     tool: str
