@@ -59,7 +59,7 @@ from opentelemetry.sdk.trace.export import (
 
 import otel_loopguard
 from otel_loopguard import LoopGuard, LoopGuardSpanProcessor
-from otel_loopguard.calls import Digester, digest_outcome
+from otel_loopguard.engine.digests import Digester, digest_outcome
 
 PACKAGE = str(Path(otel_loopguard.__file__).parent)
 Work = Callable[[TracerProvider, int], None]
@@ -289,9 +289,9 @@ def memory(traces: int, calls: int) -> float:
 def parts(rounds: int) -> None:
     """Where a tool span's overhead goes: the tool workload on ``otlp`` with each digest left
     out in turn (replaced by a counter, so that every call still looks new) and with both."""
-    import otel_loopguard.calls as calls
-    import otel_loopguard.lifecycle as lifecycle
-    from otel_loopguard.history import ProposedCall
+    import otel_loopguard.engine.digests as calls
+    import otel_loopguard.otel.lifecycle as lifecycle
+    from otel_loopguard.engine.records import ProposedCall
 
     # Swapped by name: the functions the guard looks up when it digests a call and an outcome.
     real = {"call": calls.digest_call, "outcome": calls.digest_outcome}

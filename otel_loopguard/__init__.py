@@ -2,12 +2,12 @@
 
 import logging
 
-from .config import LoopDetectionConfig, LoopGuardConfig
+from .config.loading import ConfigError, load_config
+from .config.model import LoopDetectionConfig, LoopGuardConfig
+from .engine.store import InMemoryStore, StoreStats
+from .engine.verdict import CompactionLoopPersisted, LoopGuardError, ToolLoopBlocked, Verdict
 from .guard import LoopGuard
-from .loading import ConfigError, load_config
 from .processor import LoopGuardSpanProcessor
-from .store import InMemoryStore, StoreStats
-from .verdict import CompactionLoopPersisted, LoopGuardError, ToolLoopBlocked, Verdict
 
 # A library logs, the application decides where to: no output unless logging is configured.
 logging.getLogger("otel_loopguard").addHandler(logging.NullHandler())

@@ -7,17 +7,18 @@ from typing import Any, TypeVar, overload
 
 from opentelemetry import metrics, trace
 
-from . import spans
-from .config import LoopGuardConfig
-from .lifecycle import mark_of
-from .live import DEFAULT_SCOPE, trace_scope
-from .loading import ConfigSource, load_config
-from .resolve import Settings, resolve
-from .runtime import Runtime
-from .state_metrics import observe_store
-from .store import InMemoryStore, StoreStats
+from .config.loading import ConfigSource, load_config
+from .config.model import LoopGuardConfig
+from .config.settings import Settings, resolve
+from .engine.names import bounded
+from .engine.store import InMemoryStore, StoreStats
+from .engine.verdict import OK, Verdict, exception_for
+from .otel import conventions
+from .otel.lifecycle import mark_of
+from .otel.live import DEFAULT_SCOPE, trace_scope
+from .otel.metrics import observe_store
+from .otel.runtime import Runtime
 from .tool import guarded_tool
-from .verdict import OK, Verdict, exception_for
 
 __all__ = ["LoopGuard"]
 
@@ -75,8 +76,7 @@ class LoopGuard:
         if name is not None or call_id is not None or scope is not None or agent is not None:
             _check_arguments(name, call_id, scope, agent)
             name, call_id, scope, agent = (
-                None if value is None else spans.bounded(value)
-                for value in (name, call_id, scope, agent)
+                None if value is None else bounded(value) for value in (name, call_id, scope, agent)
             )
         try:
             return self._check(name, args, call_id, scope, agent)
@@ -206,15 +206,17 @@ class LoopGuard:
 
     # -- internals ---------------------------------------------------------------------------
 
-    def _view_of(self, span: trace.Span) -> tuple[bool, spans.ToolCallView | None]:
+    def _view_of(self, span: trace.Span) -> tuple[bool, conventions.ToolCallView | None]:
         """Whether a live SDK span is a tool span, and the call it describes right now."""
         name = getattr(span, "name", "")
         if not isinstance(name, str):
             return False, None
         attributes = self._runtime.tool_attributes(span)
-        if attributes is None or not spans.is_tool_span(attributes, name, self.settings.globals):
+        if attributes is None or not conventions.is_tool_span(
+            attributes, name, self.settings.globals
+        ):
             return False, None
-        return True, spans.read_call(attributes, name)
+        return True, conventions.read_call(attributes, name)
 
     def _abort_flag(self, scope_key: str) -> Verdict | None:
         # Two reference reads, each atomic under the GIL: no lock needed.

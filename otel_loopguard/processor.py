@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
-from .annotate import EVENT_NAME, Mark, enriched_copy, event_attributes
 from .guard import LoopGuard
-from .lifecycle import Lifecycle
-from .live import LiveSpan
+from .otel.annotations import EVENT_NAME, Mark, enriched_copy, event_attributes
+from .otel.lifecycle import Lifecycle
+from .otel.live import LiveSpan
 
 __all__ = ["LoopGuardSpanProcessor"]
 

@@ -7,7 +7,7 @@ from typing import Any
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan
 
-from .annotate import COUNTER_NAME, EVENT_NAME
+from .otel.annotations import COUNTER_NAME, EVENT_NAME
 
 __all__ = ["detection_counts", "loop_events"]
 

@@ -15,9 +15,9 @@ from typing import Any, Protocol, TypeVar, cast
 
 from opentelemetry import trace
 
-from .messages import WARNING_KEY
-from .runtime import Runtime
-from .verdict import Verdict, exception_for
+from .config.settings import WARNING_KEY
+from .engine.verdict import Verdict, exception_for
+from .otel.runtime import Runtime
 
 __all__ = ["guarded_tool", "to_attribute"]
 

@@ -14,7 +14,7 @@ from .otlp_receiver import OtlpReceiver
 
 def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     command = shutil.which("otel-loopguard")
-    base = [command] if command else [sys.executable, "-m", "otel_loopguard.cli"]
+    base = [command] if command else [sys.executable, "-m", "otel_loopguard.cli.main"]
     clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_EXPORTER_OTLP")}
     return subprocess.run(
         [*base, *args], capture_output=True, text=True, timeout=120, env={**clean, **(env or {})}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from otel_loopguard.replay import COMPACTION, Call, replay
+from otel_loopguard.engine.replay import COMPACTION, Call, replay
 
 
 def call(result: object = "same", path: str = "a.txt") -> Call:

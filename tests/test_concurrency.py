@@ -11,7 +11,7 @@ from collections.abc import Callable
 import pytest
 
 from otel_loopguard import InMemoryStore, LoopGuard, Verdict
-from otel_loopguard.replay import Call, replay
+from otel_loopguard.engine.replay import Call, replay
 
 from .helpers import rig
 

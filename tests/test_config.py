@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from otel_loopguard import ConfigError, LoopGuard, LoopGuardConfig, load_config
-from otel_loopguard.resolve import resolve
+from otel_loopguard.config.settings import resolve
 
 SEED_JSON5 = """
 // The seed's configuration block, as written.

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from otel_loopguard.calls import digest_call, digest_outcome
-from otel_loopguard.loading import load_config
-from otel_loopguard.resolve import resolve
-from otel_loopguard.state import ScopeState
+from otel_loopguard.config.loading import load_config
+from otel_loopguard.config.settings import resolve
+from otel_loopguard.engine.digests import digest_call, digest_outcome
+from otel_loopguard.engine.state import ScopeState
 
 
 def run(n: int, changing: bool, config: dict[str, object]) -> list[tuple[int, str, bool]]:

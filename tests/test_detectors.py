@@ -6,9 +6,9 @@ from collections.abc import Sequence
 
 import pytest
 
-from otel_loopguard.messages import message
-from otel_loopguard.replay import Call, replay
-from otel_loopguard.verdict import Verdict
+from otel_loopguard.engine.messages import message
+from otel_loopguard.engine.replay import Call, replay
+from otel_loopguard.engine.verdict import Verdict
 
 from .test_config import SEED
 

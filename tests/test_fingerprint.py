@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from otel_loopguard.fingerprint import call_key, error_key, result_key, result_text
+from otel_loopguard.engine.fingerprint import call_key, error_key, result_key, result_text
 
 NO_VOLATILE: frozenset[str] = frozenset()
 
@@ -69,7 +69,7 @@ def test_smolagents_and_langchain_wrappers_fingerprint_like_the_bare_arguments()
 
 def test_fingerprints_are_stable_across_processes() -> None:
     code = (
-        "from otel_loopguard.fingerprint import call_key;"
+        "from otel_loopguard.engine.fingerprint import call_key;"
         "print(call_key('read_file', {'b': [1, 2.5], 'a': 'é'})[0])"
     )
     results = set()

@@ -16,14 +16,15 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
-from otel_loopguard import LoopGuard, sdkspan
-from otel_loopguard.calls import digest_call, digest_outcome
-from otel_loopguard.detectors import evaluate
-from otel_loopguard.loading import load_config
-from otel_loopguard.replay import COMPACTION, Call, replay
-from otel_loopguard.resolve import resolve
-from otel_loopguard.state import ScopeState
-from otel_loopguard.verdict import Verdict
+from otel_loopguard import LoopGuard
+from otel_loopguard.config.loading import load_config
+from otel_loopguard.config.settings import resolve
+from otel_loopguard.engine.detectors import evaluate
+from otel_loopguard.engine.digests import digest_call, digest_outcome
+from otel_loopguard.engine.replay import COMPACTION, Call, replay
+from otel_loopguard.engine.state import ScopeState
+from otel_loopguard.engine.verdict import Verdict
+from otel_loopguard.otel import reader as sdkspan
 
 from .helpers import events, genai_attributes, rig, tool_span
 

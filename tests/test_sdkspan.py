@@ -12,7 +12,8 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, TraceFlags
 
-from otel_loopguard import LoopGuardSpanProcessor, sdkspan
+from otel_loopguard import LoopGuardSpanProcessor
+from otel_loopguard.otel import reader as sdkspan
 from otel_loopguard.testing import loop_events
 
 from .helpers import genai_attributes, rig, tool_span
@@ -40,7 +41,7 @@ def test_the_layout_check_notices_a_field_in_another_place(monkeypatch: pytest.M
 
 
 def test_the_layout_check_ignores_the_users_attribute_limits() -> None:
-    code = "from otel_loopguard import sdkspan; print(sdkspan.layout_matches())"
+    code = "from otel_loopguard.otel import reader; print(reader.layout_matches())"
     env = {
         **os.environ,
         "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT": "3",

@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from .calls import OutcomeDigest
+from ..config.settings import ResolvedConfig
 from .compaction import CompactionGuard
 from .detectors import Finding, evaluate
-from .history import CallRecord, ProposedCall
-from .resolve import ResolvedConfig
+from .digests import OutcomeDigest
+from .records import CallRecord, ProposedCall
 from .verdict import OK, Verdict
 
 __all__ = ["Decision", "ScopeState"]

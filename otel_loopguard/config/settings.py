@@ -6,15 +6,15 @@ Resolution happens once, at construction: ``Settings.for_agent`` is a dictionary
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .config import DetectorToggles, LoopDetectionConfig, LoopGuardConfig
-from .fingerprint import ResultText, result_text
-from .messages import WARNING_KEY
+from .model import DetectorToggles, LoopDetectionConfig, LoopGuardConfig
 
-__all__ = ["GlobalSettings", "PollRule", "ResolvedConfig", "Settings", "resolve"]
+WARNING_KEY = "loopguard_warning"
+"""The key ``guard.tool`` adds a warning under in a mapping result; never part of a fingerprint."""
+
+__all__ = ["WARNING_KEY", "GlobalSettings", "PollRule", "ResolvedConfig", "Settings", "resolve"]
 
 _log = logging.getLogger("otel_loopguard")
 
@@ -96,8 +96,6 @@ class ResolvedConfig:
     veto_continues_streak: bool = True
     breaker_aborts: bool = True
     warnings_to_model: bool = True
-    result_text: ResultText | None = None
-    """Reads JSON result texts under ``volatile_keys`` (``None``: results are always parsed)."""
 
     rolling_enabled: bool = field(init=False)
     """The rolling-history detectors run only when ``enabled`` is ``true`` (§3.5)."""
@@ -177,7 +175,8 @@ class GlobalSettings:
 
     scope: str = "trace"
     tool_span_attributes: tuple[tuple[str, object], ...] = ()
-    tool_span_names: tuple[re.Pattern[str], ...] = ()
+    tool_span_names: tuple[str, ...] = ()
+    """Regular expressions a tool span's whole name may match (validated at load)."""
     compaction_span_names: frozenset[str] = frozenset()
     compaction_operation_names: frozenset[str] = frozenset({"compaction", "compact"})
     max_scopes: int = 10_000
@@ -287,7 +286,6 @@ def _normalise(block: LoopDetectionConfig, label: str) -> ResolvedConfig:
             )
         ),
         volatile_keys=volatile,
-        result_text=result_text(volatile),
         veto_continues_streak=_pick(block.veto_continues_streak, defaults.veto_continues_streak),
         breaker_aborts=_pick(block.breaker_aborts, defaults.breaker_aborts),
         warnings_to_model=_pick(block.warnings_to_model, defaults.warnings_to_model),
@@ -301,12 +299,12 @@ def _pick(value: bool | None, default: bool) -> bool:
 def _globals(block: LoopDetectionConfig) -> GlobalSettings:
     defaults = GlobalSettings()
     attributes: list[tuple[str, object]] = []
-    names: list[re.Pattern[str]] = []
+    names: list[str] = []
     for rule in block.tool_spans or ():
         if rule.attribute is not None:
             attributes.append((rule.attribute, rule.equals))
         elif rule.span_name is not None:
-            names.append(re.compile(rule.span_name))
+            names.append(rule.span_name)
     compaction = block.compaction
     store = block.store
     metrics = block.metrics

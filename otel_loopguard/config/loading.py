@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .config import LoopDetectionConfig, LoopGuardConfig, known_keys
+from .model import LoopDetectionConfig, LoopGuardConfig, known_keys
 
 __all__ = [
     "ENV_CONFIG",

@@ -5,11 +5,11 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
+from ..config.settings import ResolvedConfig
 from . import fingerprint as fp
-from .history import Outcome, ProposedCall
 from .messages import strip_messages
-from .resolve import ResolvedConfig
-from .spans import unknown_tool_name
+from .names import unknown_tool_name
+from .records import Outcome, ProposedCall
 
 __all__ = ["Digester", "OutcomeDigest", "digest_call", "digest_outcome"]
 
@@ -45,7 +45,8 @@ def digest_outcome(
         return _EMPTY
     if isinstance(result, str):
         result = strip_messages(result)
-    key = fp.result_key(result, cfg.volatile_keys, exec_style=is_poll, text=cfg.result_text)
+    volatile = cfg.volatile_keys
+    key = fp.result_key(result, volatile, exec_style=is_poll, text=fp.result_text(volatile))
     return OutcomeDigest(key, None, "ok")
 
 

@@ -10,9 +10,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
 
-from .history import CallRecord, ProposedCall
+from ..config.settings import ResolvedConfig
 from .messages import message
-from .resolve import ResolvedConfig
+from .records import CallRecord, ProposedCall
 from .verdict import Action, Level, Verdict
 
 __all__ = [

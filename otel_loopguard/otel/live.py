@@ -15,11 +15,11 @@ from itertools import islice
 
 from opentelemetry.trace import Span
 
-from .history import ProposedCall
-from .resolve import ResolvedConfig
-from .state import ScopeState
-from .store import TRACE_PREFIX
-from .verdict import Verdict
+from ..config.settings import ResolvedConfig
+from ..engine.records import ProposedCall
+from ..engine.state import ScopeState
+from ..engine.store import TRACE_PREFIX
+from ..engine.verdict import Verdict
 
 __all__ = ["DEFAULT_SCOPE", "LiveSpan", "LiveSpans", "trace_scope"]
 

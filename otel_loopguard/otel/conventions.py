@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from hashlib import sha256
 from typing import Any, NamedTuple
 
-from .resolve import GlobalSettings
+from ..config.settings import GlobalSettings
+from ..engine.names import MAX_NAME_CHARS, bounded
 
 __all__ = [
     "COMPACTION_ATTRIBUTE",
     "ToolCallView",
     "agent_of",
-    "bounded",
     "error_of",
     "is_compaction",
     "is_tool_span",
@@ -27,7 +26,6 @@ __all__ = [
     "relevant_keys",
     "result_of",
     "scope_value",
-    "unknown_tool_name",
 ]
 
 COMPACTION_ATTRIBUTE = "loopguard.compaction"
@@ -59,35 +57,6 @@ _KEYS = frozenset(
         COMPACTION_ATTRIBUTE,
     )
 )
-
-MAX_NAME_CHARS = 128
-"""Tool names, agent, call and scope ids longer than this are kept as a prefix and a digest."""
-
-_MAX_ERROR_SCAN = 2000
-"""Only the start of an error message is searched for an unknown tool's name."""
-
-# Linear on any input: every quantifier is bounded, so each start costs a bounded amount of work.
-_NAME = r"[`'\"]?([\w.\-/]{1,128})"
-_UNKNOWN = (
-    re.compile(r"unknown tool(?: name)?\s{0,8}[:=]?\s{0,8}" + _NAME, re.IGNORECASE),
-    re.compile(
-        r"\btool\s{1,8}" + _NAME + r"[`'\"]?\s{1,8}(?:was\s{1,8})?not\s{1,8}found",
-        re.IGNORECASE,
-    ),
-    re.compile(
-        r"\btool\s{1,8}" + _NAME + r"[`'\"]?\s{1,8}is\s{1,8}not\s{1,8}available",
-        re.IGNORECASE,
-    ),
-)
-
-
-def bounded(text: str, limit: int = MAX_NAME_CHARS) -> str:
-    """``text``, or when longer than ``limit`` its start and a digest of the whole: names and
-    ids from spans are kept in memory and shown in messages, and a hostile one can be huge."""
-    if len(text) <= limit:
-        return text
-    digest = sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-    return f"{text[: limit - 17]}~{digest}"
 
 
 class ToolCallView(NamedTuple):
@@ -151,7 +120,12 @@ def is_tool_span(attributes: Mapping[str, Any], name: str, settings: GlobalSetti
         if value is not None and (expected is None or value == expected):
             return True
     names = settings.tool_span_names
-    return bool(names) and any(pattern.fullmatch(name) for pattern in names)
+    # A configured pattern may be slow on long text: names past the bound are never tool names.
+    return (
+        bool(names)
+        and len(name) <= MAX_NAME_CHARS
+        and any(re.fullmatch(pattern, name) for pattern in names)
+    )
 
 
 def _tool_name(attributes: Mapping[str, Any], span_name: str) -> str | None:
@@ -217,23 +191,6 @@ def error_of(
         return None
     parts = [p for p in (exception_message, status_description, error_type) if p]
     return parts[0] if parts else "error"
-
-
-def unknown_tool_name(error: str | None) -> str | None:
-    """When an error says a tool does not exist, a digest of the missing tool's name.
-
-    A digest, not the name: it is only compared, and the text of an error is not ours to keep
-    or show (it may carry a secret that happens to sit where a name would).
-    """
-    if not error:
-        return None
-    text = error[:_MAX_ERROR_SCAN]
-    for pattern in _UNKNOWN:
-        match = pattern.search(text)
-        if match:
-            name = match.group(1).rstrip(".")
-            return sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-    return None
 
 
 def agent_of(attributes: Mapping[str, Any]) -> str | None:

@@ -16,13 +16,13 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from ..config.loading import ConfigError, load_config
+from ..config.settings import resolve
+from ..guard import LoopGuard
+from ..processor import LoopGuardSpanProcessor
+from ..testing import detection_counts
 from .demo import SCENARIOS, run_scenario
-from .guard import LoopGuard
-from .loading import ConfigError, load_config
-from .processor import LoopGuardSpanProcessor
 from .report import render
-from .resolve import resolve
-from .testing import detection_counts
 
 __all__ = ["main"]
 

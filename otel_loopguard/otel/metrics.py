@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, Observation
 
-from .annotate import meter_of
-from .store import InMemoryStore
+from ..engine.store import InMemoryStore
+from .annotations import meter_of
 
 __all__ = ["EVICTIONS_NAME", "RECORDS_NAME", "SCOPES_NAME", "observe_store"]
 

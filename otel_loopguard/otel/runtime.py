@@ -12,13 +12,13 @@ from typing import Any
 
 from opentelemetry import metrics, trace
 
-from . import sdkspan, spans
-from .annotate import Annotator
-from .calls import Digester
+from ..config.settings import ResolvedConfig, Settings
+from ..engine.digests import Digester
+from ..engine.store import InMemoryStore
+from . import conventions, reader
+from .annotations import Annotator
+from .errors import InternalErrors
 from .live import DEFAULT_SCOPE, LiveSpan, LiveSpans, trace_scope
-from .resolve import ResolvedConfig, Settings
-from .safety import InternalErrors
-from .store import InMemoryStore
 
 __all__ = ["Runtime"]
 
@@ -42,7 +42,7 @@ class Runtime:
         self.live = LiveSpans()
         self.digest = Digester()
         self.errors = InternalErrors()
-        self.keys = spans.relevant_keys(g)
+        self.keys = conventions.relevant_keys(g)
         """Every attribute key otel-loopguard reads under these settings."""
         self._tracer_provider = tracer_provider
 
@@ -73,5 +73,5 @@ class Runtime:
     def tool_attributes(self, span: object) -> dict[str, Any] | None:
         """A copy of a live span's attributes, or ``None`` when it has none otel-loopguard
         reads (a copy: the application may be setting them on another thread)."""
-        attributes = sdkspan.READER.attributes(span)
+        attributes = reader.READER.attributes(span)
         return None if self.keys.isdisjoint(attributes) else dict(attributes)

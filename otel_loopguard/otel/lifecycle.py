@@ -20,15 +20,15 @@ from typing import Any, NamedTuple
 from opentelemetry.sdk.trace import ReadableSpan, Span
 from opentelemetry.trace import StatusCode
 
-from . import sdkspan, spans
-from .annotate import Mark
-from .calls import digest_outcome
-from .history import ProposedCall
+from ..config.settings import ResolvedConfig
+from ..engine.digests import digest_outcome
+from ..engine.records import ProposedCall
+from ..engine.state import Decision, ScopeState
+from . import conventions, reader
+from .annotations import Mark
 from .live import LiveSpan, trace_scope
-from .resolve import ResolvedConfig
+from .reader import SpanFields
 from .runtime import Runtime
-from .sdkspan import SpanFields
-from .state import Decision, ScopeState
 
 __all__ = ["NOTHING_ENDED", "Ended", "Lifecycle", "mark_of"]
 
@@ -105,8 +105,8 @@ class Lifecycle:
         g = settings.globals
         self._globals = g
         self.keys = runtime.keys
-        self.reader = sdkspan.READER
-        """How this processor reads spans (chosen at import; see sdkspan.py)."""
+        self.reader = reader.READER
+        """How this processor reads spans (chosen at import; see reader.py)."""
         # Decided once: whether a span with none of our attributes can still matter by name.
         self._names_matter = bool(g.tool_span_names or g.compaction_span_names)
         self.pass_through = g.pass_through_scopes
@@ -120,7 +120,7 @@ class Lifecycle:
         self._ended_order: deque[int] = deque()
         self._misuse = Misuse()
         glance = not self._names_matter and not self._inherit
-        self.glance: sdkspan.Glance | None = (
+        self.glance: reader.Glance | None = (
             self.reader.glance(self.keys, self.pass_through, self.entries) if glance else None
         )
         """How the processor settles a span with a glance, before calling ``started`` or
@@ -162,10 +162,10 @@ class Lifecycle:
             return
         local_root = fields.local_root
         inherited = None if local_root or parent_id is None else self.entries.get(parent_id)
-        agent = spans.agent_of(attributes) or (inherited.agent if inherited else None)
+        agent = conventions.agent_of(attributes) or (inherited.agent if inherited else None)
         scope = inherited.scope if inherited else None
         if self._scoped_by_attribute:
-            scope = spans.scope_value(attributes, self._globals.scope) or scope
+            scope = conventions.scope_value(attributes, self._globals.scope) or scope
         if scope is not None:
             scope_key = scope
         elif inherited is not None and inherited.scope is None:
@@ -186,9 +186,9 @@ class Lifecycle:
         if local_root and scope is None:
             with self.store.lock:
                 self.store.root_started(scope_key)
-        if not spans.is_tool_span(attributes, fields.name, self._globals):
+        if not conventions.is_tool_span(attributes, fields.name, self._globals):
             return
-        view = spans.read_call(attributes, fields.name)
+        view = conventions.read_call(attributes, fields.name)
         if view is None or not view.has_arguments:
             return  # evaluated at span end, when the instrumentation has set the arguments
         cfg = self.settings.for_agent(agent)
@@ -227,7 +227,7 @@ class Lifecycle:
             return NOTHING_ENDED  # a second processor on this guard: the first did the work
         # Not tracked at its start: none of our attributes then, or the map was full.
         scope_key = entry.scope_key if entry is not None else trace_scope(fields.trace_id)
-        if spans.is_compaction(attributes, fields.name, self._globals):
+        if conventions.is_compaction(attributes, fields.name, self._globals):
             with self.store.lock:
                 self.store.get(scope_key).arm_compaction()
         outcome = self._call_at_end(fields, live, entry, scope_key)
@@ -255,10 +255,10 @@ class Lifecycle:
                 state=live.state,
             )
         attributes = fields.attributes
-        if not spans.is_tool_span(attributes, fields.name, self._globals):
+        if not conventions.is_tool_span(attributes, fields.name, self._globals):
             return None
-        view = spans.read_call(attributes, fields.name)
-        agent = spans.agent_of(attributes) or (entry.agent if entry is not None else None)
+        view = conventions.read_call(attributes, fields.name)
+        agent = conventions.agent_of(attributes) or (entry.agent if entry is not None else None)
         cfg = self.settings.for_agent(agent)
         if view is None or not cfg.active:
             return None
@@ -294,12 +294,12 @@ class Lifecycle:
         # The exception event's message is read only for a failed span (the SDK and the
         # instrumentations set status ERROR with it): reading events is not free.
         error = (
-            spans.error_of(attributes, failed, status.description, span.events)
+            conventions.error_of(attributes, failed, status.description, span.events)
             if failed or "error.type" in attributes
             else None
         )
         call, cfg = outcome.call, outcome.cfg
-        result = digest_outcome(call.is_poll, spans.result_of(attributes), error, cfg)
+        result = digest_outcome(call.is_poll, conventions.result_of(attributes), error, cfg)
         late: Decision | None = None
         with self.store.lock:
             state = outcome.state

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .calls import digest_call, digest_outcome
-from .loading import ConfigSource, load_config
-from .resolve import resolve
+from ..config.loading import ConfigSource, load_config
+from ..config.settings import resolve
+from .digests import digest_call, digest_outcome
 from .state import ScopeState
 from .verdict import Verdict
 

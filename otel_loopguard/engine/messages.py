@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-__all__ = ["TAG", "WARNING_KEY", "message", "strip_messages"]
+__all__ = ["TAG", "message", "strip_messages"]
 
 TAG = "[loopguard]"
 """Ends every message, so a result that carries one back (a warning shown to the model) can be
 recognised and fingerprinted without it: otherwise each new count would look like progress."""
 
-WARNING_KEY = "loopguard_warning"
-"""The key ``guard.tool`` adds a warning under in a mapping result; never part of a fingerprint."""
 
 MAX_MESSAGE_CHARS = 1024
 """How far before a tag its message may start. A message is under 600 characters with tool

@@ -13,8 +13,8 @@ from typing import Any
 
 from opentelemetry import trace
 
-from .guard import LoopGuard
-from .verdict import exception_for
+from ..engine.verdict import exception_for
+from ..guard import LoopGuard
 
 __all__ = ["SCENARIOS", "Scenario", "ScenarioRun", "Step", "run_scenario"]
 

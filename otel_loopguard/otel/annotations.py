@@ -18,8 +18,8 @@ from opentelemetry.sdk.util import BoundedList
 from opentelemetry.trace import Link, Span, SpanContext, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
-from . import sdkspan
-from .verdict import Verdict
+from ..engine.verdict import Verdict
+from . import reader
 
 __all__ = ["EVENT_NAME", "Annotator", "Mark", "enriched_copy", "event_attributes", "meter_of"]
 
@@ -161,7 +161,7 @@ class Annotator:
 def enriched_copy(span: ReadableSpan, marks: Sequence[Mark]) -> ReadableSpan:
     """A copy of an ended span with the detections added; everything else is identical,
     including the span's limits and its dropped attribute, event and link counts."""
-    bounds = sdkspan.bounds_of(span)
+    bounds = reader.bounds_of(span)
     attributes = BoundedAttributes(
         bounds.attributes, span.attributes, immutable=False, max_value_len=bounds.value_length
     )

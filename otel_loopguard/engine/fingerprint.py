@@ -13,6 +13,7 @@ Raw values are never kept: only 60-bit keys (``*_key``).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import re
@@ -226,8 +227,10 @@ class ResultText:
     """Finds a volatile or reduced key, up to where its value starts."""
 
 
+@functools.lru_cache(maxsize=64)
 def result_text(volatile_keys: frozenset[str]) -> ResultText:
-    """The patterns for results under these volatile keys."""
+    """The patterns for results under these volatile keys (made once per set of keys: a
+    guard's configs hold a few sets, each the same object on every call)."""
     return ResultText(
         re.compile(f'"{_alternation(volatile_keys)}"\\s*:') if volatile_keys else None,
         re.compile(f'"({_alternation(volatile_keys | _REDUCED_KEYS)})"\\s*:\\s*'),

@@ -1,0 +1,59 @@
+"""Names and ids kept bounded, and the missing tool's name read from an error (as a digest).
+
+Tool names, agent, call and scope ids come from spans and from the agent: a hostile or buggy one
+can be huge, and each is kept in memory and shown in messages. Error text is not ours to keep
+or show: it may carry a secret where a name would sit.
+"""
+
+from __future__ import annotations
+
+import re
+from hashlib import sha256
+
+__all__ = ["MAX_NAME_CHARS", "bounded", "unknown_tool_name"]
+
+MAX_NAME_CHARS = 128
+"""Tool names, agent, call and scope ids longer than this are kept as a prefix and a digest."""
+
+_MAX_ERROR_SCAN = 2000
+"""Only the start of an error message is searched for an unknown tool's name."""
+
+# Linear on any input: every quantifier is bounded, so each start costs a bounded amount of work.
+_NAME = r"[`'\"]?([\w.\-/]{1,128})"
+_UNKNOWN = (
+    re.compile(r"unknown tool(?: name)?\s{0,8}[:=]?\s{0,8}" + _NAME, re.IGNORECASE),
+    re.compile(
+        r"\btool\s{1,8}" + _NAME + r"[`'\"]?\s{1,8}(?:was\s{1,8})?not\s{1,8}found",
+        re.IGNORECASE,
+    ),
+    re.compile(
+        r"\btool\s{1,8}" + _NAME + r"[`'\"]?\s{1,8}is\s{1,8}not\s{1,8}available",
+        re.IGNORECASE,
+    ),
+)
+
+
+def bounded(text: str, limit: int = MAX_NAME_CHARS) -> str:
+    """``text``, or when longer than ``limit`` its start and a digest of the whole: names and
+    ids from spans are kept in memory and shown in messages, and a hostile one can be huge."""
+    if len(text) <= limit:
+        return text
+    digest = sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{text[: limit - 17]}~{digest}"
+
+
+def unknown_tool_name(error: str | None) -> str | None:
+    """When an error says a tool does not exist, a digest of the missing tool's name.
+
+    A digest, not the name: it is only compared, and the text of an error is not ours to keep
+    or show (it may carry a secret that happens to sit where a name would).
+    """
+    if not error:
+        return None
+    text = error[:_MAX_ERROR_SCAN]
+    for pattern in _UNKNOWN:
+        match = pattern.search(text)
+        if match:
+            name = match.group(1).rstrip(".")
+            return sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return None

@@ -1,0 +1,76 @@
+"""The package's layers: a pure engine, a config layer, OpenTelemetry glue, the CLI.
+
+Read from the source (no import needed), so a forbidden import fails here even if no test
+happens to execute the line.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import otel_loopguard
+
+PACKAGE = Path(otel_loopguard.__file__).parent
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Absolute names of the modules a file imports (relative imports resolved)."""
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    package = parts[:-1]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = list(package[: len(package) - node.level + 1]) if node.level else []
+            module = ".".join([*base, *(node.module.split(".") if node.module else [])])
+            found.add(module)
+            found.update(f"{module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def modules_of(layer: str) -> list[Path]:
+    return sorted((PACKAGE / layer).glob("*.py"))
+
+
+def forbidden(path: Path, prefixes: tuple[str, ...]) -> list[str]:
+    return sorted(
+        name
+        for name in imported_modules(path)
+        if any(name == p or name.startswith(p + ".") for p in prefixes)
+    )
+
+
+@pytest.mark.parametrize("path", modules_of("engine"), ids=lambda p: p.name)
+def test_the_engine_imports_no_opentelemetry_and_no_outer_layer(path: Path) -> None:
+    outer = ("otel_loopguard.otel", "otel_loopguard.cli", "otel_loopguard.guard")
+    assert forbidden(path, ("opentelemetry", *outer)) == []
+
+
+@pytest.mark.parametrize("path", modules_of("config"), ids=lambda p: p.name)
+def test_the_config_layer_imports_neither_the_engine_nor_opentelemetry(path: Path) -> None:
+    outer = ("otel_loopguard.engine", "otel_loopguard.otel", "otel_loopguard.cli")
+    assert forbidden(path, ("opentelemetry", *outer)) == []
+
+
+@pytest.mark.parametrize("path", modules_of("otel"), ids=lambda p: p.name)
+def test_the_opentelemetry_layer_does_not_import_the_api_or_the_cli(path: Path) -> None:
+    api = ("otel_loopguard.guard", "otel_loopguard.processor", "otel_loopguard.cli")
+    assert forbidden(path, api) == []
+
+
+def test_every_layer_has_modules() -> None:
+    assert all(modules_of(layer) for layer in ("engine", "config", "otel", "cli"))
+
+
+def test_settings_hold_data_not_compiled_objects() -> None:
+    from otel_loopguard.config.settings import resolve
+
+    settings = resolve(
+        otel_loopguard.load_config({"enabled": True, "toolSpans": [{"spanName": "tool\\..*"}]})
+    )
+    assert "re.compile" not in repr(settings)
+    assert "Pattern" not in repr(settings)
