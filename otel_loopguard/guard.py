@@ -1,4 +1,4 @@
-"""``LoopGuard``: the agent-facing API (§5.2); the span lifecycle it shares is ``lifecycle.py``."""
+"""``LoopGuard``: the agent-facing API; the span lifecycle it shares is ``lifecycle.py``."""
 
 from __future__ import annotations
 
@@ -167,7 +167,7 @@ class LoopGuard:
         return verdict
 
     def notify_compaction(self, *, scope: str | None = None) -> None:
-        """A compaction retry happened: arm the post-compaction guard for the scope (§4.6)."""
+        """A compaction retry happened: arm the post-compaction guard for the scope."""
         _check_arguments(None, None, scope, None)
         key = scope or self._runtime.current_scope()
         with self._store.lock:

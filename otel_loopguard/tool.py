@@ -1,4 +1,4 @@
-"""``@guard.tool``: a function becomes an instrumented, guarded tool in one line (§5.2, §7).
+"""``@guard.tool``: a function becomes an instrumented, guarded tool in one line.
 
 The wrapper opens an ``execute_tool`` span with GenAI attributes, asks the guard, and on a block
 returns the block message as the tool's result without running the tool (or raises, when asked

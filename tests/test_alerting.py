@@ -1,5 +1,5 @@
 """A real alert, end to end: Debian's Prometheus scrapes the OpenTelemetry Prometheus exporter of
-a process that ran a compaction loop, and the shipped rule goes to firing (SPEC §5.3)."""
+a process that ran a compaction loop, and the shipped rule goes to firing."""
 
 from __future__ import annotations
 

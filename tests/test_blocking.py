@@ -1,4 +1,4 @@
-"""Blocking and the shared flag, the annotations on aborts, logs and metrics (SPEC §5.2, §5.3)."""
+"""Blocking and the shared flag, the annotations on aborts, logs and metrics."""
 
 from __future__ import annotations
 

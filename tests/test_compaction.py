@@ -1,4 +1,7 @@
-"""The post-compaction guard (SPEC §4.6, §3.5)."""
+"""The post-compaction guard: on unless ``enabled`` is explicitly ``false``.
+
+See docs/design.md, 'Post-compaction guard'.
+"""
 
 from __future__ import annotations
 

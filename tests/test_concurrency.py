@@ -1,4 +1,4 @@
-"""Threads, asyncio tasks and forks (SPEC §5.2, §6): same verdicts as serial, nothing lost."""
+"""Threads, asyncio tasks and forks: same verdicts as serial, nothing lost."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Configuration: loading, validation, normalisation and per-agent resolution (SPEC §3)."""
+"""Configuration: loading, validation, normalisation and per-agent resolution."""
 
 from __future__ import annotations
 

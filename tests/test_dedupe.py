@@ -1,4 +1,8 @@
-"""Warning de-duplication (SPEC §4.5), on the engine the processor and replay share."""
+"""Warning de-duplication, on the engine the processor and replay share.
+
+A warning is annotated each time count // warningThreshold grows, not on every call; see
+docs/design.md, 'Warning de-duplication'.
+"""
 
 from __future__ import annotations
 

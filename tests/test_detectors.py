@@ -1,4 +1,6 @@
-"""The rolling-history detectors and §7's additions, stated as tables of calls (SPEC §4.3, §7)."""
+"""The rolling-history detectors, vetoes that continue a streak and the aborting breaker,
+stated as tables of calls. See docs/design.md, 'History and detectors order'.
+"""
 
 from __future__ import annotations
 

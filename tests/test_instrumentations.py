@@ -1,5 +1,8 @@
 """Real instrumentations with scripted models: pydantic-ai (arguments at span start) and
-LangChain with OpenInference (arguments only at span end). No network (SPEC §2.1, §5.1)."""
+LangChain with OpenInference (arguments only at span end). No network.
+
+Both must give the same verdicts: see docs/design.md, 'Evaluation points'.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""A processor never breaks its host, and the span always reaches downstream (SPEC §5.4)."""
+"""A processor never breaks its host, and the span always reaches downstream.
+
+See docs/design.md, 'Never breaking the host'.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""End to end through the real OTLP/HTTP exporter to a receiver on 127.0.0.1 (SPEC §5.3)."""
+"""End to end through the real OTLP/HTTP exporter to a receiver on 127.0.0.1: the annotations
+arrive as exported.
+"""
 
 from __future__ import annotations
 

@@ -34,7 +34,7 @@ def detectors_of(verdicts: Sequence[Verdict]) -> list[tuple[int, str | None, str
     return [(i, v.detector, v.action) for i, v in enumerate(verdicts, 1) if v.level != "ok"]
 
 
-# -- detector order (§4.3) -------------------------------------------------------------------
+# -- detector order: the first detector that fires is the verdict ------------------------------
 
 
 def test_a_polling_tool_alternating_with_another_call_is_judged_as_a_poll_first() -> None:
@@ -72,7 +72,7 @@ def test_an_unknown_tool_tail_that_is_also_a_breaker_streak_is_blocked_not_abort
     assert not any(v.aborted for v in verdicts)
 
 
-# -- the post-compaction guard (§4.6) ----------------------------------------------------------
+# -- the post-compaction guard -----------------------------------------------------------------
 
 
 def test_the_post_compaction_guard_disarms_after_a_window_of_changing_results() -> None:
@@ -91,7 +91,7 @@ def test_a_window_of_identical_calls_after_a_compaction_aborts() -> None:
     assert [v.aborted for v in verdicts] == [False, False, False, True]
 
 
-# -- volatile keys at any depth (§4.1) ---------------------------------------------------------
+# -- volatile keys at any depth are ignored in result fingerprints -----------------------------
 
 BLOCK_AT_4 = {"enabled": True, "warningThreshold": 2, "criticalThreshold": 3}
 
@@ -136,7 +136,7 @@ def test_results_differing_in_a_nested_kept_value_are_different_outcomes() -> No
     assert [v.action for v in verdicts] == ["none", "none", "warn", "warn"]
 
 
-# -- one call per span, whoever asks (§5.1) ----------------------------------------------------
+# -- one call per span, whoever asks: later evaluation points adopt the first verdict ----------
 
 
 def test_check_twice_in_a_span_the_processor_never_saw_counts_the_call_once() -> None:
@@ -191,7 +191,7 @@ def test_a_remote_parent_tool_span_is_released_at_its_end_through_the_public_rea
     assert (r.guard.stats().scopes, r.guard.stats().released) == (0, 1)
 
 
-# -- warning de-duplication (§4.5) -------------------------------------------------------------
+# -- warning de-duplication --------------------------------------------------------------------
 
 
 def test_warnings_are_annotated_each_time_count_over_threshold_grows_per_call() -> None:

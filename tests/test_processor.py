@@ -1,4 +1,7 @@
-"""The span processor: which spans, which fields, evaluation points and scope (SPEC §2, §5.1)."""
+"""The span processor: which spans, which fields, evaluation points and scope.
+
+See docs/design.md, 'Evaluation points'.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Property-based tests (hypothesis): any attributes, any call sequence (SPEC §4, §5.4)."""
+"""Property-based tests (hypothesis): any attributes, any call sequence; nothing raises into
+the host. See docs/design.md, 'Never breaking the host'.
+"""
 
 from __future__ import annotations
 

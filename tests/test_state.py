@@ -1,4 +1,7 @@
-"""Bounded state (SPEC §6): LRU, idle TTL, release at the local root's end, counted evictions."""
+"""Bounded state: LRU, idle TTL, release at the local root's end, counted evictions.
+
+See docs/design.md, 'State and scopes'.
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The configuration model: the seed's ``tools.loopDetection`` block, per-agent overrides, and ours.
 
-Every field is optional in the model so that an agent's block can be laid over the global one
-(§3.4); defaults are applied when a block is resolved (``resolve.py``). Field names are accepted in
+Every field is optional in the model so that an agent's block can be laid over the global one;
+defaults are applied when a block is resolved (``resolve.py``). Field names are accepted in
 the seed's camelCase and in snake_case. Unknown keys and bad values are refused at load.
 """
 
@@ -37,7 +37,8 @@ __all__ = [
 ]
 
 Count = Annotated[StrictInt, Field(ge=1)]
-"""Every count is an integer >= 1 (§3.2); strict, so 10.5, "10" and true are refused."""
+"""Every count is an integer >= 1, refused loudly rather than replaced by a default; strict, so
+10.5, "10" and true are refused."""
 
 Name = Annotated[StrictStr, Field(min_length=1)]
 Scalar = StrictStr | StrictInt | StrictFloat | StrictBool
@@ -108,7 +109,7 @@ class CompactionRecognition(_Block):
 
 
 class StoreConfig(_Block):
-    """The in-memory state store's bounds (§6)."""
+    """The in-memory state store's bounds: at most so many scopes, and an idle TTL."""
 
     type: Literal["memory"] | None = None
     max_scopes: Count | None = None
@@ -141,7 +142,7 @@ class LoopDetectionConfig(_Block):
     detectors: DetectorToggles | None = None
     post_compaction_guard: PostCompactionGuardConfig | None = None
 
-    # Beyond the seed (§3.1, §7).
+    # Beyond the seed's block: our own additions.
     observe_only: StrictBool | None = None
     """Annotate and warn, never block or abort: for a safe roll-out."""
     known_poll_tools: list[PollToolRule] | None = None

@@ -1,4 +1,5 @@
-"""From the configuration model to concrete settings: defaults, §3.3 normalisation, per-agent merge.
+"""From the configuration model to concrete settings: defaults, threshold normalisation (each
+threshold raised above the one it must exceed), per-agent merge.
 
 Resolution happens once, at construction: ``Settings.for_agent`` is a dictionary look-up.
 """
@@ -98,7 +99,7 @@ class ResolvedConfig:
     warnings_to_model: bool = True
 
     rolling_enabled: bool = field(init=False)
-    """The rolling-history detectors run only when ``enabled`` is ``true`` (§3.5)."""
+    """The rolling-history detectors run only when ``enabled`` is ``true`` (unset: off)."""
     active: bool = field(init=False)
     """Anything runs (the post-compaction guard at least) unless ``enabled`` is ``false``."""
     poll_tools: frozenset[str] = field(init=False)
@@ -340,7 +341,7 @@ def _globals(block: LoopDetectionConfig) -> GlobalSettings:
 
 
 def resolve(config: LoopGuardConfig) -> Settings:
-    """Resolve the global block and every listed agent once; each §3.3 raise is logged once."""
+    """Resolve the global block and every listed agent once; each threshold raise is logged once."""
     base = config.loop_detection
     agents = {
         entry.id: _normalise(_merge(base, entry.loop_detection), f"agent {entry.id!r}")

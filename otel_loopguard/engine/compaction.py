@@ -1,4 +1,4 @@
-"""The post-compaction guard (§4.6): after a compaction, halt if the same call keeps repeating.
+"""The post-compaction guard: after a compaction, halt if the same call keeps repeating.
 
 Pure state: the guard is armed by a compaction, observes completed calls, and fires when the next
 ``windowSize`` of them are one identical ``(tool, args, result)`` triple. It never fires while

@@ -1,4 +1,4 @@
-"""The rolling-history detectors (§4.3): pure functions over a window of call records.
+"""The rolling-history detectors: pure functions over a window of call records.
 
 No OpenTelemetry, no clock, no I/O. Each detector walks at most ``historySize`` records, so the
 cost of a call does not grow with the length of the trace.
@@ -26,7 +26,7 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    """A detector's verdict plus the signature that §4.5 de-duplicates warnings by."""
+    """A detector's verdict plus the signature that warnings are de-duplicated by."""
 
     verdict: Verdict
     signature: tuple[object, ...]
@@ -39,7 +39,7 @@ def window(history: Sequence[CallRecord], size: int) -> list[CallRecord]:
 
 
 def streak_and_count(records: Sequence[CallRecord], args_fp: int) -> tuple[int, int]:
-    """(noProgressStreak, recentCount) of the call ``args_fp``, in one walk back (§4.3).
+    """(noProgressStreak, recentCount) of the call ``args_fp``, in one walk back.
 
     The streak counts the newest same-call records whose result matches the newest one's;
     records of other calls are skipped and do not break it, records without a result are
@@ -161,7 +161,8 @@ def evaluate(
     cfg: ResolvedConfig,
     counts: Mapping[int, int] | None = None,
 ) -> Finding | None:
-    """The first detector that fires on ``call`` against ``history``, in §4.3's order.
+    """The first detector that fires on ``call`` against ``history``, breaker before the softer
+    ones and polls judged as polls first (see docs/design.md, 'History and detectors order').
 
     ``counts``, if given, counts each call's records in ``history``: a shortcut, not a source.
     """

@@ -1,4 +1,4 @@
-"""Replaying recorded tool calls through the detectors, without OpenTelemetry (§7).
+"""Replaying recorded tool calls through the detectors, without OpenTelemetry.
 
 Used to tune thresholds on past runs before enabling blocking, and by the tests to state the
 specification as tables: the same engine the span processor runs, fed from a list.

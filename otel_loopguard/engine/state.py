@@ -1,4 +1,5 @@
-"""One scope's state and the rules that evaluate each call exactly once (§4.2, §4.5, §5.1).
+"""One scope's state and the rules that evaluate each call exactly once (see docs/design.md,
+'Evaluation points'): history, warning de-duplication, adopted verdicts.
 
 Pure bookkeeping over digests: no OpenTelemetry, no clock, no I/O, and not thread-safe on its
 own: the store's lock guards every method call.
@@ -205,7 +206,8 @@ class ScopeState:
         counts[fp] = counts.get(fp, 0) + 1
 
     def _continue_streak(self, veto: CallRecord, *, same_args: bool) -> None:
-        """A veto counts as one more outcome identical to the newest one it vetoed (§7).
+        """A veto counts as one more outcome identical to the newest one it vetoed, so a model that
+        keeps retrying a blocked call reaches the circuit breaker.
 
         An unknown-tool streak is one of the tool whatever its arguments, so it continues too.
         """

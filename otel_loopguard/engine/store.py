@@ -1,4 +1,7 @@
-"""The bounded in-memory state store (§6): scopes in LRU order, an idle TTL, counted evictions."""
+"""The bounded in-memory state store: scopes in LRU order, an idle TTL, counted evictions.
+
+See docs/design.md, 'State and scopes'.
+"""
 
 from __future__ import annotations
 

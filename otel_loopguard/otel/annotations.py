@@ -1,4 +1,4 @@
-"""Annotations (§5.3): the span event and attributes, the log record and the counter.
+"""Annotations: the span event and attributes, the log record and the counter.
 
 Never copies raw arguments or results: only the verdict's fields and the tool name.
 """

@@ -1,4 +1,4 @@
-"""Reading tool-call spans across conventions: OTel GenAI, OpenInference, OpenLLMetry (§2.1).
+"""Reading tool-call spans across conventions: OTel GenAI, OpenInference, OpenLLMetry.
 
 A span's attributes arrive as a mapping (``sdkspan.attribute_map``: the SDK span's own dict, no
 proxy and no copy), and a span with none of the keys of :func:`relevant_keys` goes no further. The
@@ -213,7 +213,7 @@ def scope_value(attributes: Mapping[str, Any], scope: str) -> str | None:
 
 
 def is_compaction(attributes: Mapping[str, Any], name: str, settings: GlobalSettings) -> bool:
-    """Whether an ended span marks a compaction retry (§4.6)."""
+    """Whether an ended span marks a compaction retry (which arms the post-compaction guard)."""
     marker = attributes.get(COMPACTION_ATTRIBUTE)
     if marker is not None and (
         marker is True or (isinstance(marker, str) and marker.lower() == "true")

@@ -1,4 +1,4 @@
-"""The state store's size and evictions as OpenTelemetry instruments (§6: evictions observable).
+"""The state store's size and evictions as OpenTelemetry instruments, so evictions are observable.
 
 Observed when the meter provider collects (every export interval), never on the span path. The
 callbacks hold the store weakly: a guard that is gone reports nothing, and is not kept alive by
