@@ -13,16 +13,14 @@ Raw values are never kept: only 60-bit keys (``*_key``).
 
 from __future__ import annotations
 
-import functools
 import itertools
 import json
-import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from hashlib import blake2b, sha256
 from typing import Any
 
-from . import pyrepr
+from . import jsontext, pyrepr
+from .jsontext import MAX_DEPTH, MAX_PARSE_CHARS, ResultText, result_text
 
 __all__ = [
     "MAX_PARSE_CHARS",
@@ -36,17 +34,6 @@ __all__ = [
     "result_text",
 ]
 
-MAX_PARSE_CHARS = 1 << 20
-"""Strings longer than this are hashed as text, never parsed (bounded cost on 10 MB payloads)."""
-
-_MAX_DEPTH = 64
-"""Nesting deeper than this is never parsed, walked or encoded, whatever the recursion limit.
-
-Python's JSON parser and encoder recurse in C once per level, and so do ``repr`` and the checks
-of the recursion limit: a host that raised the limit to a million lets a 500,000-deep text crash
-the interpreter. JSON text nested deeper is hashed as text; a structure given as an object has
-what lies deeper replaced by a marker. 64 levels take a few KiB of stack."""
-
 _JSON_START = frozenset('{["-0123456789tfn')
 _EXEC_FIELDS = ("status", "exitCode", "exit_code", "timedOut", "timed_out", "output", "aggregated")
 _EXEC_TAIL = "tail"
@@ -57,11 +44,11 @@ _ENCODE = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=True, check_circular=False
 ).encode
 """Canonical JSON: sorted keys, no whitespace, ASCII. No check for cycles: parsed JSON has
-none, and ``_clean`` stops at ``_MAX_DEPTH`` levels whatever it is given."""
+none, and ``_clean`` stops at ``MAX_DEPTH`` levels whatever it is given."""
 ARGS, RESULT, ERROR = b"args\0", b"result\0", b"error\0"
 """What a digest is of: never equal for an argument, a result and an error of the same bytes."""
 _TEXT_RESULT = sha256(RESULT + b"t")
-"""The digest state after a result text's domain (see _text_result_key)."""
+"""The digest state after the domain of a result text hashed as written."""
 
 
 class Normal:
@@ -117,7 +104,7 @@ def _parse(value: object) -> Normal:
                 return Normal(value)
         if len(text) > MAX_PARSE_CHARS:
             return Normal(value)
-        if _shallow(text):
+        if jsontext.shallow(text):
             try:
                 return Normal(_LOADS(text), True, text)
             except (ValueError, RecursionError):
@@ -141,37 +128,6 @@ _LOADS = json.JSONDecoder().decode
 _BINARY = (bytes, bytearray, memoryview)
 
 
-def _shallow(text: str) -> bool:
-    """Whether JSON ``text`` nests at most ``_MAX_DEPTH`` deep; unbalanced text does not.
-
-    Most texts have fewer brackets than that, and two counts tell. Otherwise, at C speed: drop
-    escapes, keep only quotes and brackets (as bytes: UTF-8 puts no ASCII inside a character),
-    drop the strings, then delete the innermost pairs, one level per pass. Where the text stops
-    being JSON, the parser stops too: it never reads deeper than what is measured before that.
-    """
-    if text.count("[") + text.count("{") <= _MAX_DEPTH:
-        return True
-    data = text.encode("utf-8", "surrogatepass")
-    if b"\\" in data:
-        data = _ESCAPE.sub(b"", data)
-    # Two quotes in a row are an empty string or the bracket-free gap between two strings.
-    data = data.translate(_BRACKETS_AS_SQUARE, _NOT_STRUCTURE).replace(b'""', b"")
-    if b'"' in data:
-        data = _QUOTED.sub(b"", data)
-    for _ in range(_MAX_DEPTH):
-        inner = data.replace(b"[]", b"")
-        if not inner:
-            return True
-        if len(inner) == len(data):
-            return False  # unbalanced
-        data = inner
-    return False
-
-
-_ESCAPE = re.compile(rb"\\.", re.DOTALL)
-_QUOTED = re.compile(rb'"[^"]*+"')
-_BRACKETS_AS_SQUARE = bytes.maketrans(b"{}", b"[]")
-_NOT_STRUCTURE = bytes(byte for byte in range(256) if byte not in b'"[]{}')
 _ENVELOPE_KEYS = frozenset({"data", "args", "kwargs", "input_str", "inputs"})
 """A dict with none of these keys is no envelope (see _unwrap): most arguments and results."""
 _MESSAGE_KEYS = frozenset({"type", "data"})
@@ -185,9 +141,9 @@ def _unwrap(value: object, depth: int) -> object:
     ``{"input_str", "inputs", "kwargs"}`` become the arguments; a serialised LangChain
     ``ToolMessage`` becomes its content. A single scalar argument ``{"path": "a.txt"}`` becomes
     ``"a.txt"``: instrumentations differ in whether they record a one-argument call by name or
-    by value. ``depth`` envelopes are already open: past ``_MAX_DEPTH``, the rest stays closed.
+    by value. ``depth`` envelopes are already open: past ``MAX_DEPTH``, the rest stays closed.
     """
-    if type(value) is not dict or depth > _MAX_DEPTH:
+    if type(value) is not dict or depth > MAX_DEPTH:
         return value
     if len(value) == 1:
         (only,) = value.values()
@@ -211,48 +167,6 @@ def _unwrap(value: object, depth: int) -> object:
         if "input_str" in value:
             return _unwrap(_parse(value["input_str"]).value, depth + 1)
     return value
-
-
-_REDUCED_KEYS = frozenset({"exitCode", "exit_code", "tool_call_id"})
-"""Keys of results reduced before hashing (an exec-style result, LangChain's ``ToolMessage``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ResultText:
-    """The patterns that read a JSON result text without parsing it, for given volatile keys."""
-
-    volatile: re.Pattern[str] | None
-    """Finds a volatile key (``None``: there are none)."""
-    scan: re.Pattern[str]
-    """Finds a volatile or reduced key, up to where its value starts."""
-
-
-@functools.lru_cache(maxsize=64)
-def result_text(volatile_keys: frozenset[str]) -> ResultText:
-    """The patterns for results under these volatile keys (made once per set of keys: a
-    guard's configs hold a few sets, each the same object on every call)."""
-    return ResultText(
-        re.compile(f'"{_alternation(volatile_keys)}"\\s*:') if volatile_keys else None,
-        re.compile(f'"({_alternation(volatile_keys | _REDUCED_KEYS)})"\\s*:\\s*'),
-    )
-
-
-def _alternation(words: frozenset[str] | set[str]) -> str:
-    """A pattern matching any of ``words``, factored by first letter (a trie): the regex engine
-    tries a few letters at each quote of the text instead of every word."""
-    by_first: dict[str, set[str]] = {}
-    for word in words:
-        by_first.setdefault(word[:1], set()).add(word[1:])
-    optional = by_first.pop("", None) is not None
-    parts = [
-        re.escape(first) + (_alternation(tails) if tails != {""} else "")
-        for first, tails in sorted(by_first.items())
-    ]
-    if not parts:
-        return ""
-    if optional:
-        return "(?:" + "|".join(parts) + ")?"
-    return parts[0] if len(parts) == 1 else "(?:" + "|".join(parts) + ")"
 
 
 def _canonical(normal: Normal, drop: frozenset[str], text: ResultText | None) -> bytes:
@@ -282,7 +196,7 @@ def _canonical(normal: Normal, drop: frozenset[str], text: ResultText | None) ->
 
 def _strip(value: object, drop: frozenset[str]) -> object:
     """JSON-native ``value`` without the ``drop`` keys, at any depth (parsed JSON is at most
-    ``_MAX_DEPTH`` deep, and so is this recursion)."""
+    ``MAX_DEPTH`` deep, and so is this recursion)."""
     if type(value) is dict:
         return {
             k: (_strip(v, drop) if type(v) in (dict, list) else v)
@@ -297,14 +211,14 @@ def _strip(value: object, drop: frozenset[str]) -> object:
 def _clean(value: object, drop: frozenset[str], depth: int, walked: Iterator[int]) -> object:
     """Any Python value as JSON-native data, ``drop`` keys removed; unknown types by name only.
 
-    A marker naming its type stands for a container deeper than ``_MAX_DEPTH`` levels or past
+    A marker naming its type stands for a container deeper than ``MAX_DEPTH`` levels or past
     the first ``_MAX_CONTAINERS`` walked (``walked`` counts them): an object that refers to
     itself, or shares one part many times over, would otherwise be walked once per path to it.
     """
     if value is None or isinstance(value, _SCALARS):
         return value
     if isinstance(value, _CONTAINERS):
-        if depth >= _MAX_DEPTH or next(walked) >= _MAX_CONTAINERS:
+        if depth >= MAX_DEPTH or next(walked) >= _MAX_CONTAINERS:
             return {"$cut": type(value).__qualname__}
         depth += 1
         if isinstance(value, Mapping):
@@ -370,94 +284,17 @@ def result_key(
     """A digest of a result, ``volatile_keys`` removed at any depth.
 
     ``text`` (the patterns of :func:`result_text` for the same keys) lets a JSON text be read
-    without parsing it (:func:`_text_result_key`); without it, every result is parsed.
+    without parsing it (:func:`.jsontext.blanked`); without it, every result is parsed.
     """
     if text is not None and not exec_style and isinstance(result, str):
-        key = _text_result_key(result, text)
-        if key is not None:
-            return key
+        written = jsontext.blanked(result, text)
+        if written is not None:
+            # Hashed as written: no copy of the text to put the domain in front.
+            digest = _TEXT_RESULT.copy()
+            digest.update(written.encode("utf-8", "surrogatepass"))
+            return _bits(digest)
     normal = _exec_view(normalise(result), exec_style)
     return _key(_canonical(normal, volatile_keys, text), RESULT)
-
-
-def _text_result_key(text: str, patterns: ResultText) -> int | None:
-    """The digest of a JSON object or array text as written, the values of its volatile keys
-    blanked, without parsing it; ``None`` when the text is to be parsed.
-
-    A tool's results are written by one serialiser, so the same outcome is the same text: the
-    text is hashed as it stands, after one scan for the keys (parsing and re-encoding 2 KB
-    costs several times more); only a volatile key's value is decoded, to find where it ends.
-    Parsed instead: a Python repr (OpenInference records some), an exec-style result and a
-    LangChain envelope (both reduced first), and text that is not JSON where a key is.
-    """
-    if text[:1] not in _BRACKETS or len(text) > MAX_PARSE_CHARS:
-        return None
-    if text[1:2] != '"' and _REPR.match(text):
-        return None
-    pieces: list[str] = []
-    kept = 0
-    search = patterns.scan.search
-    match = search(text)
-    while match is not None:
-        if match.group(1) in _REDUCED_KEYS:
-            return None
-        start = match.end()
-        end = _value_end(text, start)
-        if end < 0:
-            return None
-        pieces.append(text[kept:start])  # the key stays, its value goes
-        kept = end
-        match = search(text, end)
-    if pieces:
-        pieces.append(text[kept:])
-        text = "".join(pieces)
-    digest = _TEXT_RESULT.copy()  # no copy of the text to put the domain in front
-    digest.update(text.encode("utf-8", "surrogatepass"))
-    return _bits(digest)
-
-
-def _value_end(text: str, start: int) -> int:
-    """Where the JSON value at ``start`` ends, nested or not; -1 when there is none."""
-    first = text[start : start + 1]
-    if first == '"':
-        # The usual volatile value, a string without escapes: its end is the next quote.
-        end = text.find('"', start + 1)
-        if end > 0 and "\\" not in text[start:end]:
-            return end + 1
-    elif first in _BRACKETS and not _nests_within_bound(text, start):
-        return -1
-    try:
-        return _DECODE(text, start)[1]
-    except (ValueError, RecursionError):
-        return -1
-
-
-def _nests_within_bound(text: str, start: int) -> bool:
-    """Whether the array or object at ``start`` closes within ``_MAX_DEPTH`` levels.
-
-    Counted token by token from ``start``, not measured on the whole text: a key found where
-    the text is no JSON (after a string's closing quote) starts a value the whole text's
-    strings can hide. Only volatile values that are arrays or objects are counted.
-    """
-    depth = 0
-    for token in _STRING_OR_BRACKET.finditer(text, start):
-        char = text[token.start()]
-        if char in "[{":
-            depth += 1
-            if depth > _MAX_DEPTH:
-                return False
-        elif char != '"':
-            depth -= 1
-            if depth == 0:
-                return True
-    return False
-
-
-_DECODE = json.JSONDecoder().raw_decode
-_STRING_OR_BRACKET = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"|[\[\]{}]', re.DOTALL)
-_BRACKETS = ("{", "[")
-_REPR = re.compile(r"[\[{ \t\r\n]*'")
-"""A Python repr of a dict or list of them: parsed, not read as JSON text."""
 
 
 def error_key(message: str) -> int:
