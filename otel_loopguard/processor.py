@@ -45,6 +45,7 @@ class LoopGuardSpanProcessor(SpanProcessor):
         self._settled_at_end = glance.at_end if glance is not None else _never
         self._forward_start = downstream.on_start if downstream is not None else None
         self._forward_end = downstream.on_end if downstream is not None else None
+        self._forward_ending = getattr(downstream, "_on_ending", None)
 
     @property
     def downstream(self) -> SpanProcessor | None:
@@ -93,7 +94,7 @@ class LoopGuardSpanProcessor(SpanProcessor):
 
     def _on_ending(self, span: Span) -> None:
         """Forwarded as the SDK's own multi-processor does (SDKs that call it: 1.37 and later)."""
-        forward = getattr(self._downstream, "_on_ending", None)
+        forward = self._forward_ending
         if forward is None:
             return
         try:

@@ -159,6 +159,7 @@ class Lifecycle:
         existing = self.entries.get(span_id)
         if existing is not None and existing.span_id == span_id and existing.span() is span:
             self._misuse.duplicate()  # the processor (or another on this guard) twice
+            existing.starts += 1
             return
         local_root = fields.local_root
         inherited = None if local_root or parent_id is None else self.entries.get(parent_id)
@@ -216,6 +217,10 @@ class Lifecycle:
             own = False
         else:
             own = entry.span_id == span_id
+            if own and entry.starts > 1:  # seen twice: the last processor to see it end works
+                entry.starts -= 1
+                self.entries[span_id] = entry
+                return NOTHING_ENDED
         # A tool span evaluated while live: its call, agent and config are known.
         live = entry if own and entry is not None and entry.evaluated is not None else None
         if live is None and not self._names_matter and self.keys.isdisjoint(attributes):
@@ -223,7 +228,7 @@ class Lifecycle:
                 with self.store.lock:
                     self.store.root_ended(entry.scope_key)
             return NOTHING_ENDED  # no marks: the entry is not needed
-        if self._ended_before(span_id):
+        if not own and self._ended_before(span_id):
             return NOTHING_ENDED  # a second processor on this guard: the first did the work
         # Not tracked at its start: none of our attributes then, or the map was full.
         scope_key = entry.scope_key if entry is not None else trace_scope(fields.trace_id)
@@ -273,8 +278,9 @@ class Lifecycle:
         )
 
     def _ended_before(self, span_id: int) -> bool:
-        """Whether this span's end was handled already (two processors on one guard), and
-        remember it: only spans that carry our attributes get here, and the memory is bounded."""
+        """Whether the end of this span, untracked at its start, was handled already (two
+        processors on one guard), and remember it. Bounded; a tracked span counts its starts
+        instead (``LiveSpan.starts``)."""
         ended, order = self._recently_ended, self._ended_order
         if span_id in ended:
             self._misuse.duplicate()

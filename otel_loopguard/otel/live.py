@@ -69,6 +69,9 @@ class LiveSpan:
     """The agent's config the call was evaluated under."""
     state: ScopeState | None = None
     """The scope's state it was recorded in (an evicted scope's state is simply let go)."""
+    starts: int = 1
+    """How many processors sharing the guard saw the span start (more than one is a misuse:
+    the last of them to see it end does the work)."""
 
 
 class LiveSpans:
