@@ -1,4 +1,4 @@
-"""``LoopGuard``: the agent-facing API; the span lifecycle it shares is ``lifecycle.py``."""
+"""``LoopGuard``: the agent-facing API (what it shares with its processors: ``otel/runtime.py``)."""
 
 from __future__ import annotations
 

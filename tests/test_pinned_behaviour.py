@@ -24,7 +24,7 @@ from otel_loopguard.engine.digests import digest_call, digest_outcome
 from otel_loopguard.engine.replay import COMPACTION, Call, replay
 from otel_loopguard.engine.state import ScopeState
 from otel_loopguard.engine.verdict import Verdict
-from otel_loopguard.otel import reader as sdkspan
+from otel_loopguard.otel import reader
 
 from .helpers import events, genai_attributes, rig, tool_span
 
@@ -163,13 +163,13 @@ def test_check_twice_per_span_in_untracked_spans_warns_at_the_same_call_as_once(
     assert levels == ["ok", "ok", "ok", "warning"]
 
 
-# -- the public span reader (sdkspan.py) -------------------------------------------------------
+# -- the public span reader (reader.py) -------------------------------------------------------
 
 
 def test_a_remote_parent_makes_a_local_root_through_the_public_reader(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(sdkspan, "READER", sdkspan.PublicReader())
+    monkeypatch.setattr(reader, "READER", reader.PublicReader())
     r = rig({"enabled": True})
     remote = SpanContext(0xABC, 0xDEF, is_remote=True, trace_flags=TraceFlags(1))
     context = trace.set_span_in_context(NonRecordingSpan(remote))
@@ -183,7 +183,7 @@ def test_a_remote_parent_makes_a_local_root_through_the_public_reader(
 def test_a_remote_parent_tool_span_is_released_at_its_end_through_the_public_reader(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(sdkspan, "READER", sdkspan.PublicReader())
+    monkeypatch.setattr(reader, "READER", reader.PublicReader())
     r = rig({"enabled": True})
     remote = SpanContext(0xABC, 0xDEF, is_remote=True, trace_flags=TraceFlags(1))
     with trace.use_span(NonRecordingSpan(remote)):

@@ -13,7 +13,7 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, TraceFlags
 
 from otel_loopguard import LoopGuardSpanProcessor
-from otel_loopguard.otel import reader as sdkspan
+from otel_loopguard.otel import reader
 from otel_loopguard.testing import loop_events
 
 from .helpers import genai_attributes, rig, tool_span
@@ -29,15 +29,15 @@ HTTP = {"http.request.method": "GET", "url.full": "https://example.test/"}
 
 def test_the_installed_sdk_is_laid_out_for_reading_in_place() -> None:
     # If this fails, the SDK's span layout changed: in-place reads are off (slower, still right).
-    assert sdkspan.layout_matches() is True
-    public = os.environ.get(sdkspan.ENV_SPAN_READER) == "public"
-    assert sdkspan.IN_PLACE is not public
-    assert isinstance(sdkspan.READER, sdkspan.PublicReader if public else sdkspan.InPlaceReader)
+    assert reader.layout_matches() is True
+    public = os.environ.get(reader.ENV_SPAN_READER) == "public"
+    assert reader.IN_PLACE is not public
+    assert isinstance(reader.READER, reader.PublicReader if public else reader.InPlaceReader)
 
 
 def test_the_layout_check_notices_a_field_in_another_place(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sdkspan, "IS_REMOTE", 3)  # where trace_flags is
-    assert sdkspan.layout_matches() is False
+    monkeypatch.setattr(reader, "IS_REMOTE", 3)  # where trace_flags is
+    assert reader.layout_matches() is False
 
 
 def test_the_layout_check_ignores_the_users_attribute_limits() -> None:
@@ -59,8 +59,8 @@ def _scenario(
     """Agents, plain and HTTP spans and tool calls nested as applications make them; the
     detections as (span name, span id order, event attributes) and the detection counters.
     Agent ``a``'s config reaches its tool calls only by inheritance through plain spans."""
-    reader = sdkspan.InPlaceReader() if in_place else sdkspan.PublicReader()
-    monkeypatch.setattr(sdkspan, "READER", reader)  # before the processor is made
+    chosen = reader.InPlaceReader() if in_place else reader.PublicReader()
+    monkeypatch.setattr(reader, "READER", chosen)  # before the processor is made
     r = rig(AGENT_A_WARNS_AT_5, downstream=downstream)
     sub = r.provider.get_tracer("my_app")
     http = r.provider.get_tracer("opentelemetry.instrumentation.httpx")

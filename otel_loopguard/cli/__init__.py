@@ -1,1 +1,1 @@
-
+"""The ``otel-loopguard`` command: ``demo``, ``validate`` and their reports."""

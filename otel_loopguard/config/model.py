@@ -1,7 +1,7 @@
 """The configuration model: the seed's ``tools.loopDetection`` block, per-agent overrides, and ours.
 
 Every field is optional in the model so that an agent's block can be laid over the global one;
-defaults are applied when a block is resolved (``resolve.py``). Field names are accepted in
+defaults are applied when a block is resolved (``config/settings.py``). Field names are accepted in
 the seed's camelCase and in snake_case. Unknown keys and bad values are refused at load.
 """
 

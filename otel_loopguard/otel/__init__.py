@@ -1,1 +1,2 @@
-
+"""OpenTelemetry glue: conventions, reading spans, live spans, the lifecycle, annotations,
+metrics, internal errors and the runtime a guard shares with its processors."""

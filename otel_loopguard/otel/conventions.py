@@ -1,6 +1,6 @@
 """Reading tool-call spans across conventions: OTel GenAI, OpenInference, OpenLLMetry.
 
-A span's attributes arrive as a mapping (``sdkspan.attribute_map``: the SDK span's own dict, no
+A span's attributes arrive as a mapping (``otel.reader``: the SDK span's own dict, no
 proxy and no copy), and a span with none of the keys of :func:`relevant_keys` goes no further. The
 functions here take that mapping, the span's name, status and events, and never raise on odd
 values.
