@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..config.settings import ResolvedConfig
 from . import fingerprint as fp
@@ -14,25 +14,22 @@ from .records import Outcome, ProposedCall
 __all__ = ["Digester", "OutcomeDigest", "digest_call", "digest_outcome"]
 
 
-@dataclass(slots=True)
-class OutcomeDigest:
-    """What the history keeps of a call's outcome.
-
-    Never changed once made (not frozen: one is made per tool span, on the hot path).
-    """
+class OutcomeDigest(NamedTuple):
+    """What the history keeps of a call's outcome (immutable; a named tuple is a third of a
+    frozen dataclass's cost to make, and one is made per tool span)."""
 
     result_fp: int | None
     unknown_tool: str | None
     outcome: Outcome
 
 
-_EMPTY = OutcomeDigest(None, None, "empty")
+_EMPTY = OutcomeDigest(result_fp=None, unknown_tool=None, outcome="empty")
 
 
 def digest_call(tool: str, args: object, cfg: ResolvedConfig) -> ProposedCall:
     """The proposed call: tool, argument key, and whether the tool is polling."""
     key, value = fp.call_key(tool, args)
-    return ProposedCall(sys.intern(tool), key, cfg.is_poll(tool, value))
+    return ProposedCall(tool=sys.intern(tool), args_fp=key, is_poll=cfg.is_poll(tool, value))
 
 
 def digest_outcome(
@@ -40,14 +37,16 @@ def digest_outcome(
 ) -> OutcomeDigest:
     """The outcome: an error digest, a result digest (volatile keys dropped), or none at all."""
     if error is not None:
-        return OutcomeDigest(fp.error_key(error), unknown_tool_name(error), "error")
+        return OutcomeDigest(
+            result_fp=fp.error_key(error), unknown_tool=unknown_tool_name(error), outcome="error"
+        )
     if result is None:
         return _EMPTY
     if isinstance(result, str):
         result = strip_messages(result)
     volatile = cfg.volatile_keys
     key = fp.result_key(result, volatile, exec_style=is_poll, text=fp.result_text(volatile))
-    return OutcomeDigest(key, None, "ok")
+    return OutcomeDigest(result_fp=key, unknown_tool=None, outcome="ok")
 
 
 class Digester:

@@ -5,6 +5,7 @@ See docs/design.md, 'State and scopes'.
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -107,6 +108,9 @@ class InMemoryStore:
         self._roots: dict[str, int] = {}
         """Local root spans still open, per trace scope: the scope is released when none is."""
         self._history_size = 30
+        self._idle_from = math.inf
+        """No scope held can be idle past the TTL before this time (``get`` skips expiry until
+        then): scopes are in the order of their last use, and a use only moves a scope later."""
         _STORES.add(self)
 
     def configure(self, history_size: int) -> None:
@@ -121,11 +125,13 @@ class InMemoryStore:
         self._untracked = OrderedDict()
         self._tally = Tally()
         self._roots = {}
+        self._idle_from = math.inf
 
     def get(self, key: str) -> ScopeState:
         """The scope's state, created if new; marks it used. Call with ``lock`` held."""
         now = self._clock()
-        self._expire(now)
+        if now >= self._idle_from:
+            self._expire(now)
         tracked = key in self._roots or not key.startswith(TRACE_PREFIX)
         state = self._scopes.get(key)
         if state is not None:
@@ -134,6 +140,7 @@ class InMemoryStore:
             state = self._untracked.get(key)
             if state is None:
                 state = ScopeState(self._history_size, tally=self._tally)
+                self._idle_from = min(self._idle_from, now + self.idle_ttl_seconds)
             elif tracked:
                 del self._untracked[key]  # its root started here after all
             if tracked:
@@ -192,12 +199,15 @@ class InMemoryStore:
 
     def _expire(self, now: float) -> None:
         """Drop at most ``EXPIRE_PER_CALL`` idle scopes, the longest idle first."""
-        cutoff = now - self.idle_ttl_seconds
+        ttl = self.idle_ttl_seconds
         budget = EXPIRE_PER_CALL
+        self._idle_from = math.inf
         for scopes in (self._scopes, self._untracked):
-            while budget and scopes:
+            while scopes:
                 oldest = next(iter(scopes.values()))
-                if oldest.last_used > cutoff:
+                if oldest.last_used + ttl > now or not budget:
+                    # Scopes are in the order of their last use: none is idle before this one.
+                    self._idle_from = min(self._idle_from, oldest.last_used + ttl)
                     break
                 self._drop(scopes.popitem(last=False)[1])
                 self._evicted_idle += 1

@@ -177,7 +177,6 @@ class Lifecycle:
             span=self.live.ref(span, span_id),
             span_id=span_id,
             parent_id=parent_id,
-            trace_id=fields.trace_id,
             agent=agent,
             scope=scope,
             local_root=local_root,

@@ -54,7 +54,6 @@ class LiveSpan:
     """The span itself, or ``None`` once the application let go of it (a weak reference)."""
     span_id: int
     parent_id: int | None
-    trace_id: int
     agent: str | None
     scope: str | None
     """An explicit scope key (conversation, attribute); ``None`` means the trace."""
