@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 __all__ = ["CallRecord", "Outcome", "ProposedCall"]
 
@@ -29,9 +29,9 @@ class CallRecord:
     outcome: Outcome = "pending"
 
 
-@dataclass(frozen=True, slots=True)
-class ProposedCall:
-    """A call about to be evaluated: its tool, argument key and whether it is a poll."""
+class ProposedCall(NamedTuple):
+    """A call about to be evaluated: its tool, argument key and whether it is a poll
+    (immutable; a named tuple, made per new call)."""
 
     tool: str
     args_fp: int
