@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
@@ -14,6 +15,7 @@ from .engine.names import bounded
 from .engine.store import InMemoryStore, StoreStats
 from .engine.verdict import OK, Verdict, exception_for
 from .otel import conventions
+from .otel.errors import strict_mode
 from .otel.lifecycle import mark_of
 from .otel.live import DEFAULT_SCOPE, trace_scope
 from .otel.metrics import observe_store
@@ -21,6 +23,8 @@ from .otel.runtime import Runtime
 from .tool import guarded_tool
 
 __all__ = ["LoopGuard"]
+
+_logger = logging.getLogger("otel_loopguard")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -49,6 +53,7 @@ class LoopGuard:
         observe_store(store, meter_provider)
         self._runtime = Runtime(self.settings, store, meter_provider, tracer_provider)
         self._store = store
+        self._warned_unscoped = False
 
     @property
     def runtime(self) -> Runtime:
@@ -116,8 +121,10 @@ class LoopGuard:
             scope_key = scope
         elif live is not None:
             scope_key = live.scope_key
+        elif context.is_valid:
+            scope_key = trace_scope(context.trace_id)
         else:
-            scope_key = trace_scope(context.trace_id) if context.is_valid else DEFAULT_SCOPE
+            scope_key = DEFAULT_SCOPE
         agent = agent or (live.agent if live else None)
         in_tool_span, span_view = self._view_of(current)
         if name is None:
@@ -131,6 +138,8 @@ class LoopGuard:
                 # Not named, or no arguments yet: evaluated when the span ends.
                 return self._abort_flag(scope_key) or OK
             name, args, call_id = span_view.tool, span_view.arguments, span_view.call_id
+        elif scope_key is DEFAULT_SCOPE and not scope:
+            self._unscoped(name)
         cfg = self.settings.for_agent(agent)
         if not cfg.active:
             return OK
@@ -144,11 +153,21 @@ class LoopGuard:
                 decision = state.ask(call, cfg, call_id, agent)
         if in_span and own is not None:
             own.evaluated, own.verdict, own.cfg, own.state = call, decision.verdict, cfg, state
-        if decision.annotate and in_span and current.is_recording():
-            runtime.annotator.on_live_span(current, mark_of(decision, name))
-        elif decision.annotate and decision.new:
+        mark = mark_of(decision, name)
+        if mark is None:
+            return decision.verdict
+        annotator = runtime.annotator
+        if in_span and current.is_recording():
+            annotator.on_live_span(current, mark)
+        elif mark.signal and decision.verdict.blocked and current.is_recording():
+            # An ask that blocks: the call is not to run, so no span of it may come. The
+            # evidence goes on the span the agent asked from (its run's, usually).
+            annotator.on_live_span(current, mark)
+        elif mark.signal:
             # No span yet: log and count now; the event goes on the span that adopts the call.
-            runtime.annotator.signal(mark_of(decision, name), context)
+            annotator.signal(mark, context)
+        if mark.signal and decision.verdict.aborted:
+            runtime.fail_run(live, context.trace_id, decision.verdict)
         return decision.verdict
 
     def raise_if_blocked(
@@ -165,6 +184,12 @@ class LoopGuard:
         if verdict.blocked:
             raise exception_for(verdict)
         return verdict
+
+    def abort_verdict(self, *, scope: str | None = None) -> Verdict | None:
+        """The abort that stopped the scope's run (the current scope when not given), if one
+        did: for a step callback or a graph edge that ends the run."""
+        _check_arguments(None, None, scope, None)
+        return self._abort_flag(scope or self._runtime.current_scope())
 
     def notify_compaction(self, *, scope: str | None = None) -> None:
         """A compaction retry happened: arm the post-compaction guard for the scope."""
@@ -217,6 +242,21 @@ class LoopGuard:
         ):
             return False, None
         return True, conventions.read_call(attributes, name)
+
+    def _unscoped(self, name: str | None) -> None:
+        """A call asked about outside any span, without ``scope=``: every such call of every
+        run shares one scope. Said once (raised in strict mode, which tests run in)."""
+        if self._warned_unscoped:
+            return
+        text = (
+            f"guard.check({name!r}, ...) ran outside any span and without scope=: calls of "
+            f"unrelated runs share the scope {DEFAULT_SCOPE!r}. Call it inside the agent's "
+            "span (or its tool span), or pass scope= (a run, conversation or session id)."
+        )
+        if strict_mode():
+            raise _Misuse(text)
+        self._warned_unscoped = True
+        _logger.warning(text)
 
     def _abort_flag(self, scope_key: str) -> Verdict | None:
         # Two reference reads, each atomic under the GIL: no lock needed.

@@ -128,10 +128,11 @@ class LoopGuardSpanProcessor(SpanProcessor):
         forward = span
         if self._downstream is not None:
             forward = enriched_copy(span, marks)
-        else:
+        elif any(mark.event for mark in marks):
+            # The span's attributes cannot change any more: only the events can still be seen.
             ancestor = self._runtime.live.nearest_live_ancestor(entry, own)
             for mark in marks:
-                if ancestor is not None:
+                if ancestor is not None and mark.event:
                     ancestor.add_event(EVENT_NAME, event_attributes(mark))
         for mark in marks:
             if mark.signal and span.context is not None:

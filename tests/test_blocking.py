@@ -19,6 +19,7 @@ from otel_loopguard import (
 from .helpers import events, rig, tool_span
 
 ON = {"enabled": True}
+NO_ESCALATION = {"enabled": True, "abortAfterCriticals": 0}
 
 
 def test_compaction_loop_aborts_and_every_later_check_returns_the_abort() -> None:
@@ -58,7 +59,7 @@ def test_raise_if_blocked_raises_compaction_loop_persisted_with_its_fields() -> 
 
 
 def test_raise_if_blocked_raises_tool_loop_blocked_for_a_block_and_for_the_breaker() -> None:
-    r = rig(ON)
+    r = rig(NO_ESCALATION)
     with r.tracer.start_as_current_span("agent"):
         for _ in range(20):
             tool_span(r.tracer, "read_file", {"path": "a"}, "same")
@@ -78,7 +79,7 @@ def test_raise_if_blocked_raises_tool_loop_blocked_for_a_block_and_for_the_break
 
 def test_raise_if_blocked_returns_the_verdict_when_not_blocked() -> None:
     r = rig(ON)
-    assert r.guard.raise_if_blocked("read_file", {"path": "a"}).level == "ok"
+    assert r.guard.raise_if_blocked("read_file", {"path": "a"}, scope="run").level == "ok"
 
 
 def test_a_span_marked_as_compaction_arms_the_guard() -> None:
@@ -129,7 +130,7 @@ def test_a_call_after_the_abort_is_annotated_as_blocked_on_its_live_span() -> No
 
 
 def test_the_breaker_abort_sets_error_type_to_its_detector() -> None:
-    r = rig(ON)
+    r = rig(NO_ESCALATION)
     with r.tracer.start_as_current_span("agent"):
         for _ in range(31):
             tool_span(r.tracer, "read_file", {"path": "a"}, "same")
@@ -172,11 +173,13 @@ def test_detections_are_logged_inside_the_tool_span_context(
 def test_detections_are_counted_on_the_given_meter_provider() -> None:
     r = rig(ON)
     with r.tracer.start_as_current_span("agent"):
-        for _ in range(22):
+        for _ in range(23):
             tool_span(r.tracer, "read_file", {"path": "a"}, "same")
+    # The 21st call is blocked, the 22nd aborts the run (escalation), the 23rd gets the flag.
     assert r.detections() == {
         ("generic_repeat", "warning", "warn", "read_file"): 1,
-        ("generic_repeat", "critical", "block", "read_file"): 2,
+        ("generic_repeat", "critical", "block", "read_file"): 1,
+        ("generic_repeat", "critical", "abort", "read_file"): 1,
     }
 
 

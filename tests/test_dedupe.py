@@ -40,7 +40,7 @@ def test_warnings_are_annotated_when_count_over_threshold_grows_10_20_30() -> No
 
 
 def test_critical_verdicts_are_annotated_every_time() -> None:
-    seen = run(25, changing=False, config={"enabled": True})
+    seen = run(25, changing=False, config={"enabled": True, "abortAfterCriticals": 0})
     critical = [(count, annotate) for count, level, annotate in seen if level == "critical"]
     assert critical == [(c, True) for c in range(20, 25)]
 

@@ -15,6 +15,7 @@ from otel_loopguard.engine.verdict import Verdict
 from .test_config import SEED
 
 ON = {"enabled": True}
+NO_ESCALATION = {"enabled": True, "abortAfterCriticals": 0}
 
 
 def same(n: int, tool: str = "read_file", result: object = "contents") -> list[Call]:
@@ -69,7 +70,7 @@ def test_results_that_keep_changing_stay_a_warning_never_critical() -> None:
 
 
 def test_veto_continues_the_streak_so_call_31_trips_the_breaker() -> None:
-    verdicts = replay(same(31), ON)
+    verdicts = replay(same(31), NO_ESCALATION)
     assert not any(v.blocked for v in verdicts[:20])
     assert all(v.action == "block" and v.detector == "generic_repeat" for v in verdicts[20:30])
     assert [v.count for v in verdicts[20:30]] == list(range(20, 30))
@@ -84,20 +85,20 @@ def test_veto_continues_the_streak_so_call_31_trips_the_breaker() -> None:
 
 
 def test_without_veto_streaks_a_blocked_call_never_reaches_the_breaker() -> None:
-    verdicts = replay(same(40), {"enabled": True, "vetoContinuesStreak": False})
+    verdicts = replay(same(40), {**NO_ESCALATION, "vetoContinuesStreak": False})
     assert all(v.action == "block" for v in verdicts[20:30])
     assert {v.detector for v in verdicts[20:]} == {"generic_repeat"}
 
 
 def test_breaker_can_block_instead_of_abort() -> None:
-    verdicts = replay(same(31), {"enabled": True, "breakerAborts": False})
+    verdicts = replay(same(31), {**NO_ESCALATION, "breakerAborts": False})
     assert verdicts[30].detector == "global_circuit_breaker"
     assert verdicts[30].action == "block"
 
 
 def test_an_abort_is_the_verdict_of_every_later_call_in_the_scope() -> None:
     calls = [*same(31), Call("other_tool", {"x": 1}, "fine"), Call("third", None, "ok")]
-    verdicts = replay(calls, ON)
+    verdicts = replay(calls, NO_ESCALATION)
     assert verdicts[31] == verdicts[30] == verdicts[32]
     assert verdicts[32].detector == "global_circuit_breaker"
 
@@ -243,7 +244,7 @@ def test_unknown_tool_repeat_blocks_the_11th_try_whatever_the_arguments(message:
 
 
 def test_blocked_retries_of_an_unknown_tool_stay_blocked_whatever_the_arguments() -> None:
-    verdicts = replay(unknown(16, vary_args=True), ON)
+    verdicts = replay(unknown(16, vary_args=True), NO_ESCALATION)
     assert [v.action for v in verdicts[10:]] == ["block"] * 6
     assert [v.count for v in verdicts[10:]] == list(range(10, 16))
 

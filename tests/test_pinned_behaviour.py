@@ -40,7 +40,12 @@ def detectors_of(verdicts: Sequence[Verdict]) -> list[tuple[int, str | None, str
 def test_a_polling_tool_alternating_with_another_call_is_judged_as_a_poll_first() -> None:
     # command_status polls with one unchanging result; read_file's results change, so the
     # alternation alone is only a ping-pong warning. The poll's no-progress streak comes first.
-    config = {"enabled": True, "warningThreshold": 3, "criticalThreshold": 4}
+    config = {
+        "enabled": True,
+        "warningThreshold": 3,
+        "criticalThreshold": 4,
+        "abortAfterCriticals": 0,
+    }
     calls: list[Call] = []
     for i in range(5):
         calls.append(Call("command_status", {"id": "job-1"}, "running"))
@@ -62,6 +67,7 @@ def test_an_unknown_tool_tail_that_is_also_a_breaker_streak_is_blocked_not_abort
         "globalCircuitBreakerThreshold": 4,
         "unknownToolThreshold": 4,
         "detectors": {"genericRepeat": False},
+        "abortAfterCriticals": 0,
     }
     error = "Unknown tool: search_web"
     verdicts = replay([Call("call_tool", {"name": "search_web"}, error=error)] * 6, config)

@@ -239,12 +239,12 @@ def test_point_1_asking_before_the_span_exists_then_the_span_counts_once() -> No
     assert events(r.spans("execute_tool read_file")[10])[0]["loopguard.count"] == 10
 
 
-def test_point_1_asking_twice_for_one_call_counts_once() -> None:
+def test_point_1_asking_twice_for_one_call_with_its_call_id_counts_once() -> None:
     r = rig(ON)
     with r.tracer.start_as_current_span("agent"):
-        for _ in range(10):
-            r.guard.check("read_file", {"path": "a"})
-            r.guard.raise_if_blocked("read_file", {"path": "a"})
+        for i in range(10):
+            r.guard.check("read_file", {"path": "a"}, call_id=f"c{i}")
+            r.guard.raise_if_blocked("read_file", {"path": "a"}, call_id=f"c{i}")
             tool_span(r.tracer, "read_file", {"path": "a"}, "same")
         assert r.guard.check("read_file", {"path": "a"}).count == 10
 

@@ -152,6 +152,8 @@ class LoopDetectionConfig(_Block):
     """A blocked call counts as one more identical outcome, so retries reach the breaker."""
     breaker_aborts: StrictBool | None = None
     """The global circuit breaker aborts the run instead of blocking one call."""
+    abort_after_criticals: Annotated[StrictInt, Field(ge=0)] | None = None
+    """The run is aborted at its n-th critical verdict in a scope (default 2); 0: never."""
     warnings_to_model: StrictBool | None = None
     """``guard.tool`` appends warning messages to the tool's result."""
 

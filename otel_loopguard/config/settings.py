@@ -96,6 +96,8 @@ class ResolvedConfig:
     volatile_keys: frozenset[str] = frozenset(DEFAULT_VOLATILE_KEYS)
     veto_continues_streak: bool = True
     breaker_aborts: bool = True
+    abort_after_criticals: int = 2
+    """Escalation: the n-th critical verdict in a scope aborts the run (0: never)."""
     warnings_to_model: bool = True
 
     rolling_enabled: bool = field(init=False)
@@ -289,6 +291,11 @@ def _normalise(block: LoopDetectionConfig, label: str) -> ResolvedConfig:
         volatile_keys=volatile,
         veto_continues_streak=_pick(block.veto_continues_streak, defaults.veto_continues_streak),
         breaker_aborts=_pick(block.breaker_aborts, defaults.breaker_aborts),
+        abort_after_criticals=(
+            defaults.abort_after_criticals
+            if block.abort_after_criticals is None
+            else block.abort_after_criticals
+        ),
         warnings_to_model=_pick(block.warnings_to_model, defaults.warnings_to_model),
     )
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["TAG", "message", "strip_messages"]
+__all__ = ["TAG", "abort_message", "message", "strip_messages"]
 
 TAG = "[loopguard]"
 """Ends every message, so a result that carries one back (a warning shown to the model) can be
@@ -64,12 +64,33 @@ def message(detector: str, level: str, tool: str, count: int, paired: str | None
     return f"{_text(detector, level, tool, count, paired)} {TAG}"
 
 
+def abort_message(detector: str, tool: str, count: int, paired: str | None, criticals: int) -> str:
+    """The message of a critical verdict that ended the run: the scope's ``criticals``-th."""
+    return (
+        f"CRITICAL: {_facts(detector, tool, count, paired)}; this is loop verdict {criticals} "
+        f"of this run, so the run is stopped. Report the task as failed. {TAG}"
+    )
+
+
+def _facts(detector: str, tool: str, count: int, paired: str | None) -> str:
+    """What a critical verdict found, in words."""
+    if detector == "generic_repeat":
+        return f"{tool} was called {count} times with identical arguments and identical outcomes"
+    if detector == "known_poll_no_progress":
+        return f"{tool} was polled {count} times with no change"
+    if detector == "ping_pong":
+        return f"alternating between {tool} and {paired or tool} {count} times with no progress"
+    if detector == "unknown_tool_repeat":
+        return f"the tool {tool} is not available and has been tried {count} times"
+    return f"{detector}: {tool} x{count}"
+
+
 def _text(detector: str, level: str, tool: str, count: int, paired: str | None) -> str:
+    facts = _facts(detector, tool, count, paired)
     if detector == "generic_repeat":
         if level == "critical":
             return (
-                f"CRITICAL: {tool} was called {count} times with identical arguments and "
-                "identical outcomes; this call is blocked. Repeating it will not help: change "
+                f"CRITICAL: {facts}; this call is blocked. Repeating it will not help: change "
                 "the approach, or report the task as failed."
             )
         return (
@@ -79,30 +100,25 @@ def _text(detector: str, level: str, tool: str, count: int, paired: str | None) 
     if detector == "known_poll_no_progress":
         if level == "critical":
             return (
-                f"CRITICAL: {tool} was polled {count} times with no change; this call is "
-                "blocked. Stop polling: the task is stuck, report it as failed."
+                f"CRITICAL: {facts}; this call is blocked. Stop polling: the task is stuck, "
+                "report it as failed."
             )
         return (
             f"WARNING: {tool} has been polled {count} times with no change. Stop polling so "
             "often: wait longer between checks, or report the task as stuck."
         )
     if detector == "ping_pong":
-        pair = f"{tool} and {paired or tool}"
         if level == "critical":
             return (
-                f"CRITICAL: alternating between {pair} {count} times with no progress; this "
-                "call is blocked. Stop alternating: try a different approach, or report the "
-                "task as failed."
+                f"CRITICAL: {facts}; this call is blocked. Stop alternating: try a different "
+                "approach, or report the task as failed."
             )
         return (
-            f"WARNING: alternating between {pair} for {count} calls. If this is not making "
-            "progress, stop and try a different approach."
+            f"WARNING: alternating between {tool} and {paired or tool} for {count} calls. If "
+            "this is not making progress, stop and try a different approach."
         )
     if detector == "unknown_tool_repeat":
-        return (
-            f"CRITICAL: the tool {tool} is not available and has been tried {count} times; "
-            "this call is blocked. Answer without the missing tool."
-        )
+        return f"CRITICAL: {facts}; this call is blocked. Answer without the missing tool."
     if detector == "global_circuit_breaker":
         return (
             f"CRITICAL: global circuit breaker: {tool} made no progress for {count} identical "
@@ -114,4 +130,4 @@ def _text(detector: str, level: str, tool: str, count: int, paired: str | None) 
             f"identical results {count} times after context compaction; the run is stopped. "
             "Report the task as failed."
         )
-    return f"{'CRITICAL' if level == 'critical' else 'WARNING'}: {detector}: {tool} x{count}."
+    return f"{'CRITICAL' if level == 'critical' else 'WARNING'}: {facts}."

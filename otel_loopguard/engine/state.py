@@ -14,6 +14,7 @@ from ..config.settings import ResolvedConfig
 from .compaction import CompactionGuard
 from .detectors import Finding, evaluate
 from .digests import OutcomeDigest
+from .messages import abort_message
 from .records import CallRecord, ProposedCall
 from .verdict import OK, Verdict
 
@@ -32,9 +33,11 @@ class _Counter(Protocol):
 class Decision(NamedTuple):
     """The verdict on one call, and whether this evaluation is to be annotated.
 
-    ``intended`` is, in observe-only mode, what would have been enforced; ``new`` is false when
-    the verdict was adopted from an earlier evaluation point. Immutable (a named tuple: one is
-    made per evaluated call, for a third of a frozen dataclass's cost).
+    ``annotate``: the detection gets its event (warnings de-duplicated); ``intended`` is, in
+    observe-only mode, what would have been enforced; ``new`` is false when the verdict was
+    adopted from an earlier evaluation point or is the scope's abort flag, already logged and
+    counted. Immutable (a named tuple: one is made per evaluated call, for a third of a frozen
+    dataclass's cost).
     """
 
     verdict: Verdict
@@ -61,6 +64,8 @@ class ScopeState:
     spans: dict[int, Decision] = field(default_factory=dict)
     asks: list[_Ask] = field(default_factory=list)
     abort: Verdict | None = None
+    criticals: int = 0
+    """Critical verdicts decided in this scope: escalation aborts the run at the n-th."""
     compaction: CompactionGuard | None = None
     """Created by the first compaction: most scopes never have one."""
     warned: dict[tuple[object, ...], int] = field(default_factory=dict)
@@ -75,10 +80,15 @@ class ScopeState:
     def ask(
         self, call: ProposedCall, cfg: ResolvedConfig, call_id: str | None, agent: str | None
     ) -> Decision:
-        """Point 1: the agent asks before the span exists. A repeated ask adopts the first."""
+        """Point 1: the agent asks before the span exists.
+
+        An ask with the call id of an open one adopts it. Without call ids, each ask is a call
+        of its own: a blocked call is retried without a span, and a tool without a span never
+        claims its ask (only a span adopts an ask by its arguments).
+        """
         if self.abort is not None:
             return self._aborted()
-        match = self._find_ask(call, call_id, pop=False)
+        match = self._find_ask(call, call_id, pop=False) if call_id is not None else None
         if match is not None:
             return match.decision._replace(new=False, annotate=False)
         decision = self._propose(call, cfg, call_id, agent)
@@ -101,8 +111,12 @@ class ScopeState:
             return self._adopted(bound)
         match = self._find_ask(call, call_id, pop=True) if self.asks else None
         if match is not None:
-            # Adopted: the span gets the annotation the ask could not place on a span.
-            decision = match.decision._replace(new=False)
+            # Adopted: the span gets the event of an ask that let the call run; a blocked ask
+            # placed its own (the call was not meant to run).
+            asked = match.decision
+            decision = asked._replace(
+                new=False, annotate=asked.annotate and not asked.verdict.blocked
+            )
         elif self.abort is not None:
             decision = self._aborted()
         else:
@@ -148,15 +162,17 @@ class ScopeState:
     # -- internals ---------------------------------------------------------------------------
 
     def _aborted(self) -> Decision:
+        """The abort flag, returned to every later call: logged and counted once, when decided."""
         assert self.abort is not None
-        return Decision(verdict=self.abort, annotate=True)
+        return Decision(verdict=self.abort, annotate=False, new=False)
 
     def _find_ask(self, call: ProposedCall, call_id: str | None, *, pop: bool) -> _Ask | None:
+        """The newest open ask of this call: by call id when both have one, else by arguments."""
         for ask in reversed(self.asks):
             same = (
                 ask.call_id == call_id
                 if call_id is not None and ask.call_id is not None
-                else ask.call.args_fp == call.args_fp
+                else ask.call.args_fp == call.args_fp and ask.call.tool == call.tool
             )
             if same:
                 if pop:
@@ -173,6 +189,8 @@ class ScopeState:
             self._append(record)
             return Decision(verdict=OK, annotate=False, record=record)
         verdict = finding.verdict
+        if verdict.level == "critical":
+            verdict = self._escalated(verdict, cfg)
         intended: Verdict | None = None
         if cfg.observe_only and verdict.blocked:
             intended, verdict = verdict, replace(verdict, action="warn")
@@ -188,6 +206,25 @@ class ScopeState:
             annotate=self._should_annotate(finding, cfg),
             record=record,
             intended=intended,
+        )
+
+    def _escalated(self, verdict: Verdict, cfg: ResolvedConfig) -> Verdict:
+        """Count a critical verdict; the ``abortAfterCriticals``-th of a scope aborts the run
+        (OpenClaw's agent runner: the first blocks, the model gets one more response)."""
+        self.criticals += 1
+        limit = cfg.abort_after_criticals
+        if verdict.aborted or not limit or self.criticals < limit:
+            return verdict
+        return replace(
+            verdict,
+            action="abort",
+            message=abort_message(
+                verdict.detector or "",
+                verdict.tool_name or "",
+                verdict.count,
+                verdict.paired_tool,
+                self.criticals,
+            ),
         )
 
     def _append(self, record: CallRecord) -> None:

@@ -33,13 +33,18 @@ _logger = logging.getLogger("otel_loopguard")
 
 @dataclass(frozen=True, slots=True)
 class Mark:
-    """One detection to annotate: the verdict given, and in observe-only mode the intended one."""
+    """One non-ok verdict to annotate: the verdict given, and in observe-only mode the intended
+    one. The span's ``loopguard.*`` attributes are always set; the event, the log record and
+    the counter only for a detection (warnings de-duplicated, an abort once)."""
 
     verdict: Verdict
     tool: str
     intended: Verdict | None = None
     signal: bool = True
     """Log and count it; false when an earlier evaluation point already did (an adopted ask)."""
+    event: bool = True
+    """Add the ``loopguard.loop_detected`` event; false for a de-duplicated warning, a verdict
+    adopted from an ask that placed its own, or the abort flag given to a later call."""
 
 
 def event_attributes(mark: Mark) -> dict[str, AttributeValue]:
@@ -114,12 +119,20 @@ class Annotator:
 
     def on_live_span(self, span: Span, mark: Mark) -> None:
         """Annotate a span that has not ended yet, then log and count."""
-        span.add_event(EVENT_NAME, event_attributes(mark))
+        if mark.event:
+            span.add_event(EVENT_NAME, event_attributes(mark))
         span.set_attributes(span_attributes(mark, getattr(span, "attributes", None)))
         if mark.verdict.aborted:
             span.set_status(Status(StatusCode.ERROR, mark.verdict.message))
         if mark.signal:
             self.signal(mark, span.get_span_context())
+
+    @staticmethod
+    def fail_run(span: Span, verdict: Verdict) -> None:
+        """Mark a run's agent or root span failed by an abort: a trace list shows the run
+        failed even when an instrumentation later resets the tool span's status."""
+        span.set_attribute("error.type", verdict.detector or "loop_detected")
+        span.set_status(Status(StatusCode.ERROR, verdict.message))
 
     def _series_name(self, tool: str) -> str:
         """The counter's tool-name attribute: the tool's name, or ``other`` past the bound."""
@@ -172,7 +185,8 @@ def enriched_copy(span: ReadableSpan, marks: Sequence[Mark]) -> ReadableSpan:
     links.dropped = span.dropped_links
     status = span.status
     for mark in marks:
-        events.append(Event(EVENT_NAME, event_attributes(mark), span.end_time))
+        if mark.event:
+            events.append(Event(EVENT_NAME, event_attributes(mark), span.end_time))
         for key, value in span_attributes(mark, attributes).items():
             attributes[key] = value  # counted as dropped when the span's limit is reached
         if mark.verdict.aborted:

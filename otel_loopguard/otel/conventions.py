@@ -20,6 +20,7 @@ __all__ = [
     "ToolCallView",
     "agent_of",
     "error_of",
+    "is_agent_span",
     "is_compaction",
     "is_tool_span",
     "read_call",
@@ -105,6 +106,16 @@ def _text(value: object) -> str | None:
     if isinstance(value, float):
         return str(value)
     return None
+
+
+def is_agent_span(attributes: Mapping[str, Any]) -> bool:
+    """Whether a span is an agent's run (``invoke_agent``, an OpenInference or Traceloop agent):
+    the span a run's abort marks failed."""
+    return (
+        attributes.get("gen_ai.operation.name") in ("invoke_agent", "create_agent")
+        or attributes.get("openinference.span.kind") == "AGENT"
+        or attributes.get("traceloop.span.kind") == "agent"
+    )
 
 
 def is_tool_span(attributes: Mapping[str, Any], name: str, settings: GlobalSettings) -> bool:

@@ -85,9 +85,18 @@ class Misuse:
         )
 
 
-def mark_of(decision: Decision, tool: str) -> Mark:
-    """The annotation of a decision; already signalled if it was adopted from an ask."""
-    return Mark(decision.verdict, tool, decision.intended, signal=decision.new)
+def mark_of(decision: Decision, tool: str) -> Mark | None:
+    """The annotation of a decision: ``None`` when nothing objects to the call; attributes
+    only unless it is a detection to show (its event), logged and counted where it was made."""
+    if decision.verdict.level == "ok":
+        return None
+    return Mark(
+        decision.verdict,
+        tool,
+        decision.intended,
+        signal=decision.new and decision.annotate,
+        event=decision.annotate,
+    )
 
 
 class Lifecycle:
@@ -181,14 +190,28 @@ class Lifecycle:
             scope=scope,
             local_root=local_root,
             scope_key=scope_key,
+            agent_span=conventions.is_agent_span(attributes),
         )
         self.live.add(span_id, live)
-        if local_root and scope is None:
-            with self.store.lock:
-                self.store.root_started(scope_key)
+        if local_root:
+            self.live.add_root(fields.trace_id, live)
+            if scope is None:
+                with self.store.lock:
+                    self.store.root_started(scope_key)
         if not conventions.is_tool_span(attributes, fields.name, self._globals):
             return
         view = conventions.read_call(attributes, fields.name)
+        live.tool_span = True
+        live.tool = view.tool if view is not None else None
+        outer = live.outer = self.live.enclosing_tool(inherited)
+        if outer is not None and outer.evaluated is not None and outer.same_call(live.tool):
+            # A second span of the outer span's call: one call, counted and annotated once.
+            live.duplicate = True
+            live.evaluated, live.verdict = outer.evaluated, outer.verdict
+            live.cfg, live.state = outer.cfg, outer.state
+            return
+        if outer is not None and outer.same_call(live.tool):
+            outer.covered = live  # this span will be evaluated as the outer span's call
         if view is None or not view.has_arguments:
             return  # evaluated at span end, when the instrumentation has set the arguments
         cfg = self.settings.for_agent(agent)
@@ -200,8 +223,11 @@ class Lifecycle:
             state = self.store.get(scope_key)
             decision = state.for_span(span_id, call, cfg, view.call_id, agent)
         live.verdict, live.state = decision.verdict, state
-        if decision.annotate:
-            self.annotator.on_live_span(span, mark_of(decision, view.tool))
+        mark = mark_of(decision, view.tool)
+        if mark is not None:
+            self.annotator.on_live_span(span, mark)
+            if mark.signal and decision.verdict.aborted:
+                self.runtime.fail_run(inherited, fields.trace_id, decision.verdict)
 
     def ended(self, span: ReadableSpan) -> Ended:
         """Record an ended span's outcome: the detections too late for it, and its entry."""
@@ -220,6 +246,8 @@ class Lifecycle:
                 entry.starts -= 1
                 self.entries[span_id] = entry
                 return NOTHING_ENDED
+        if own and entry is not None and entry.local_root:
+            self.live.root_ended(fields.trace_id, entry)
         # A tool span evaluated while live: its call, agent and config are known.
         live = entry if own and entry is not None and entry.evaluated is not None else None
         if live is None and not self._names_matter and self.keys.isdisjoint(attributes):
@@ -234,12 +262,59 @@ class Lifecycle:
         if conventions.is_compaction(attributes, fields.name, self._globals):
             with self.store.lock:
                 self.store.get(scope_key).arm_compaction()
-        outcome = self._call_at_end(fields, live, entry, scope_key)
-        marks = self._record(span, attributes, outcome) if outcome is not None else ()
+        marks: Sequence[Mark] = ()
+        nested = entry if own and entry is not None and entry.tool_span else None
+        if nested is not None and nested.duplicate:
+            pass  # the outer span's call: recorded at the outer span's end
+        elif nested is not None and self._counted_inside(nested, fields):
+            marks = self._covered_marks(nested)
+        else:
+            outcome = self._call_at_end(fields, live, entry, scope_key)
+            if outcome is not None:
+                marks = self._record(span, attributes, outcome)
+                if nested is not None and outcome.late:
+                    nested.tool, nested.evaluated = outcome.call.tool, outcome.call
+                self._fail_run_if_aborted(marks, entry, own, fields.trace_id)
         if own and entry is not None and entry.local_root and entry.scope is None:
             with self.store.lock:
                 self.store.root_ended(scope_key)
         return Ended(marks, entry, own)
+
+    def _fail_run_if_aborted(
+        self, marks: Sequence[Mark], entry: LiveSpan | None, own: bool, trace_id: int
+    ) -> None:
+        """A detection at this span's end aborted the run: mark the run's span failed."""
+        for mark in marks:
+            if mark.signal and mark.verdict.aborted:
+                parent = entry.parent_id if own and entry is not None else None
+                start = self.live.get(parent) if own else entry
+                self.runtime.fail_run(start, trace_id, mark.verdict)
+                return
+
+    def _counted_inside(self, entry: LiveSpan, fields: SpanFields) -> bool:
+        """Whether an ended tool span's call was counted by another span of it: a tool span
+        nested in it, or one it is nested in that was evaluated after it started."""
+        inner, outer = entry.covered, entry.outer
+        inner_counted = inner is not None and inner.evaluated is not None
+        outer_counted = outer is not None and outer.evaluated is not None
+        if not inner_counted and not outer_counted:
+            return False  # most tool spans: no other span of their call
+        view = conventions.read_call(fields.attributes, fields.name)
+        tool = view.tool if view is not None else None
+        if inner is not None and inner.evaluated is not None and inner.same_call(tool):
+            return True
+        return outer is not None and outer.evaluated is not None and outer.same_call(tool)
+
+    @staticmethod
+    def _covered_marks(entry: LiveSpan) -> Sequence[Mark]:
+        """The attributes of a tool span whose call a nested span counted: its verdict, if
+        that was not ok (the event went on the nested span)."""
+        inner = entry.covered
+        if inner is None or inner.evaluated is None or inner.verdict is None:
+            return ()
+        if inner.verdict.level == "ok":
+            return ()
+        return (Mark(inner.verdict, inner.evaluated.tool, signal=False, event=False),)
 
     def _call_at_end(
         self,
@@ -318,8 +393,9 @@ class Lifecycle:
         if late is None and fired is None:
             return ()
         marks = []
-        if late is not None and late.annotate:
-            marks.append(mark_of(late, call.tool))
+        late_mark = mark_of(late, call.tool) if late is not None else None
+        if late_mark is not None:
+            marks.append(late_mark)
         if fired is not None:
             intended = fired if cfg.observe_only else None
             shown = replace(fired, action="warn") if intended else fired

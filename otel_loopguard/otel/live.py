@@ -28,6 +28,9 @@ _LIVE: weakref.WeakSet[LiveSpans] = weakref.WeakSet()
 
 MAX_LIVE_SPANS = 1 << 16
 _EVICTION_CANDIDATES = 16
+_MAX_ROOTS = 4096
+_MAX_WALK = 64
+"""How far up the live map a walk for an enclosing span goes."""
 
 DEFAULT_SCOPE = "default"
 """The scope of calls made outside any trace, when no scope is given."""
@@ -71,6 +74,24 @@ class LiveSpan:
     starts: int = 1
     """How many processors sharing the guard saw the span start (more than one is a misuse:
     the last of them to see it end does the work)."""
+    agent_span: bool = False
+    """An agent's run span: an abort marks it failed."""
+    tool_span: bool = False
+    tool: str | None = None
+    """A tool span's tool name, once known."""
+    outer: LiveSpan | None = None
+    """The nearest live tool span above this tool span, when there is one."""
+    duplicate: bool = False
+    """This tool span is a second span of ``outer``'s call (a framework's tool span around
+    ``@guard.tool``, or two instrumentations of one call): it took ``outer``'s verdict and
+    counts nothing."""
+    covered: LiveSpan | None = None
+    """A tool span nested in this one that was evaluated as this span's call: this one then
+    counts nothing at its end."""
+
+    def same_call(self, tool: str | None) -> bool:
+        """Whether a tool span nested in this tool span, named ``tool``, is this span's call."""
+        return self.tool is None or tool is None or self.tool == tool
 
 
 class LiveSpans:
@@ -82,6 +103,9 @@ class LiveSpans:
     def __init__(self, limit: int = MAX_LIVE_SPANS) -> None:
         self.entries: dict[int, LiveSpan] = {}
         self.limit = limit
+        self.roots: dict[int, LiveSpan] = {}
+        """The newest open local root of each trace, by trace id (bounded): the span an abort
+        marks failed when no agent span is known."""
         _LIVE.add(self)
 
     def ref(self, span: Span, span_id: int) -> SpanRef:
@@ -117,6 +141,45 @@ class LiveSpans:
                 break
         self.entries.pop(victim, None)
 
+    def add_root(self, trace_id: int, live: LiveSpan) -> None:
+        roots = self.roots
+        if len(roots) >= _MAX_ROOTS:
+            roots.pop(next(iter(roots)), None)
+        roots[trace_id] = live
+
+    def root_ended(self, trace_id: int, live: LiveSpan) -> None:
+        if self.roots.get(trace_id) is live:
+            del self.roots[trace_id]
+
+    def enclosing_tool(self, entry: LiveSpan | None) -> LiveSpan | None:
+        """The nearest tool span at or above ``entry`` (a span's parent entry) in the process."""
+        for _ in range(_MAX_WALK):
+            if entry is None:
+                return None
+            if entry.tool_span:
+                return entry
+            if entry.local_root or entry.parent_id is None:
+                return None
+            entry = self.entries.get(entry.parent_id)
+        return None
+
+    def run_span(self, entry: LiveSpan | None, trace_id: int) -> Span | None:
+        """The run a span belongs to: the nearest live agent span at or above ``entry``, else
+        the trace's local root here, if still recording."""
+        for _ in range(_MAX_WALK):
+            if entry is None:
+                break
+            if entry.agent_span or entry.local_root:
+                span = entry.span()
+                if span is not None and span.is_recording():
+                    return span
+            if entry.local_root or entry.parent_id is None:
+                break
+            entry = self.entries.get(entry.parent_id)
+        root = self.roots.get(trace_id)
+        span = root.span() if root is not None else None
+        return span if span is not None and span.is_recording() else None
+
     def get(self, span_id: int | None) -> LiveSpan | None:
         """The span's entry or its nearest tracked ancestor's."""
         return self.entries.get(span_id) if span_id is not None else None
@@ -136,6 +199,7 @@ class LiveSpans:
 
     def clear(self) -> None:
         self.entries.clear()
+        self.roots.clear()
 
     def __len__(self) -> int:
         return len(self.entries)

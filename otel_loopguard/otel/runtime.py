@@ -15,6 +15,7 @@ from opentelemetry import metrics, trace
 from ..config.settings import ResolvedConfig, Settings
 from ..engine.digests import Digester
 from ..engine.store import InMemoryStore
+from ..engine.verdict import Verdict
 from . import conventions, reader
 from .annotations import Annotator
 from .errors import InternalErrors
@@ -64,6 +65,13 @@ class Runtime:
             return live.scope_key
         context = span.get_span_context()
         return trace_scope(context.trace_id) if context.is_valid else DEFAULT_SCOPE
+
+    def fail_run(self, start: LiveSpan | None, trace_id: int, verdict: Verdict) -> None:
+        """An abort was decided: mark the run's agent span (else the local root) failed, while
+        it is live. ``start`` is the entry to look up from (the tool span's parent's)."""
+        span = self.live.run_span(start, trace_id)
+        if span is not None:
+            self.annotator.fail_run(span, verdict)
 
     def config_for_current(self) -> ResolvedConfig:
         """The config of the current span's agent."""
