@@ -1,4 +1,5 @@
-"""A real OTLP/HTTP trace receiver on 127.0.0.1 that decodes what arrives (protobuf)."""
+"""A real OTLP/HTTP receiver on 127.0.0.1 that decodes what arrives (protobuf): traces on
+``/v1/traces``, metrics on ``/v1/metrics``."""
 
 from __future__ import annotations
 
@@ -7,10 +8,15 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+    ExportMetricsServiceRequest,
+    ExportMetricsServiceResponse,
+)
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
+from opentelemetry.proto.metrics.v1.metrics_pb2 import Metric
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 
@@ -19,6 +25,7 @@ class OtlpReceiver:
 
     def __init__(self) -> None:
         self.spans: list[Span] = []
+        self.metrics: list[Metric] = []
         self._lock = threading.Lock()
         receiver = self
 
@@ -27,13 +34,22 @@ class OtlpReceiver:
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
                 if self.headers.get("Content-Encoding") == "gzip":
                     body = gzip.decompress(body)
-                request = ExportTraceServiceRequest()
-                request.ParseFromString(body)
-                with receiver._lock:
-                    for resource_spans in request.resource_spans:
-                        for scope_spans in resource_spans.scope_spans:
-                            receiver.spans.extend(scope_spans.spans)
-                payload = ExportTraceServiceResponse().SerializeToString()
+                if self.path == "/v1/metrics":
+                    metrics = ExportMetricsServiceRequest()
+                    metrics.ParseFromString(body)
+                    with receiver._lock:
+                        for resource_metrics in metrics.resource_metrics:
+                            for scope_metrics in resource_metrics.scope_metrics:
+                                receiver.metrics.extend(scope_metrics.metrics)
+                    payload = ExportMetricsServiceResponse().SerializeToString()
+                else:
+                    request = ExportTraceServiceRequest()
+                    request.ParseFromString(body)
+                    with receiver._lock:
+                        for resource_spans in request.resource_spans:
+                            for scope_spans in resource_spans.scope_spans:
+                                receiver.spans.extend(scope_spans.spans)
+                    payload = ExportTraceServiceResponse().SerializeToString()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/x-protobuf")
                 self.send_header("Content-Length", str(len(payload)))

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from otel_loopguard.cli.demo import SCENARIOS
+
 from .otlp_receiver import OtlpReceiver
 
 
@@ -25,18 +27,37 @@ def test_demo_shows_every_scenario_caught() -> None:
     result = run("demo", "--no-color")
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    for scenario in ("repeated-read", "ping-pong", "stuck-poll", "unknown-tool", "compaction"):
+    for scenario in SCENARIOS:
         assert f"== {scenario}:" in out
-    assert "WARNING [generic_repeat, count 10..19]" in out
-    assert "BLOCKED [generic_repeat, count 20..29]" in out
-    assert "ABORTED [global_circuit_breaker, count 30]" in out
-    assert "BLOCKED [ping_pong, count 20]" in out
+    # Escalation: the first critical blocks, the second aborts the run; off for "breaker".
+    assert shown(out, "#21", "read_file", "BLOCKED [generic_repeat, count 20]")
+    assert shown(out, "#22", "read_file", "ABORTED [generic_repeat, count 21]")
+    assert shown(out, "#21-30", "read_file", "BLOCKED [generic_repeat, count 20..29]")
+    assert shown(out, "#31", "read_file", "ABORTED [global_circuit_breaker, count 30]")
+    assert shown(out, "#20", "list_dir", "BLOCKED [ping_pong, count 20]")
+    assert shown(out, "#21", "read_file", "ABORTED [ping_pong, count 21]")
     assert "BLOCKED [known_poll_no_progress, count 20]" in out
     assert "BLOCKED [unknown_tool_repeat, count 10]" in out
-    assert "ABORTED [compaction_loop_persisted, count 3]" in out
-    assert "run stopped: CompactionLoopPersisted" in out
-    assert "loopguard.detections{detector=compaction_loop_persisted, action=abort}" in out
+    # The compaction abort is shown on the call whose span carries it: the window's third.
+    assert shown(out, "#8", "read_file", "ABORTED [compaction_loop_persisted, count 3]")
+    assert "run stopped after this call: CompactionLoopPersisted" in out
+    assert "loopguard.detections{detector=compaction_loop_persisted, action=abort} = 1" in out
+    # One event per counted detection.
+    events = int(out.split("loopguard.loop_detected events: ")[1].split()[0])
+    counted = sum(
+        int(line.rsplit("= ", 1)[1]) for line in out.splitlines() if "detections{" in line
+    )
+    assert events == counted
     assert "Traceback" not in result.stderr
+
+
+def shown(out: str, number: str, tool: str, verdict: str) -> bool:
+    """Whether the demo printed ``verdict`` on the line of call ``number`` (a call of ``tool``)."""
+    return any(
+        line.split()[0] == number and f"{tool}(" in line and line.endswith(verdict)
+        for line in out.splitlines()
+        if line.strip()
+    )
 
 
 def test_demo_runs_one_scenario() -> None:
@@ -56,6 +77,35 @@ def test_demo_exports_with_the_real_otlp_exporter() -> None:
     events = [e for s in receiver.spans for e in s.events if e.name == "loopguard.loop_detected"]
     assert events
     assert "Exported to OTLP" in result.stdout
+
+
+def test_demo_sends_the_breaker_abort_as_a_span_and_a_counter_over_otlp() -> None:
+    with OtlpReceiver() as receiver:
+        base = receiver.endpoint.removesuffix("/v1/traces")
+        result = run("demo", "--scenario", "breaker", "--otlp-endpoint", base)
+    assert result.returncode == 0, result.stderr
+    tools = [s for s in receiver.spans if s.name == "execute_tool read_file"]
+    assert len(tools) == 31  # every call the demo shows has its span, the abort included
+    last = {a.key: a.value for a in tools[-1].attributes}
+    assert last["loopguard.detector"].string_value == "global_circuit_breaker"
+    assert last["loopguard.action"].string_value == "abort"
+    (agent,) = [s for s in receiver.spans if s.name == "invoke_agent breaker"]
+    assert agent.status.code == 2  # STATUS_CODE_ERROR: the run failed
+    assert {a.key: a.value for a in agent.attributes}["error.type"].string_value == (
+        "global_circuit_breaker"
+    )
+    points = {
+        (
+            {a.key: a.value.string_value for a in point.attributes}["loopguard.detector"],
+            {a.key: a.value.string_value for a in point.attributes}["loopguard.action"],
+        ): point.as_int
+        for metric in receiver.metrics
+        if metric.name == "loopguard.detections"
+        for point in metric.sum.data_points
+    }
+    # What the Collector's LoopGuardCircuitBreakerTripped alert counts, from the app's side.
+    assert points[("global_circuit_breaker", "abort")] == 1
+    assert points[("generic_repeat", "block")] == 10
 
 
 def test_demo_honours_the_standard_otlp_variables() -> None:

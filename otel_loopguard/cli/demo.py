@@ -1,7 +1,8 @@
 """The demo's scripted agent and its loop scenarios: no network, no model, no API key.
 
-Each scenario is one trace: an ``invoke_agent`` span whose tools are ``@guard.tool`` functions.
-Before each tool the agent checks the guard (the shared flag), as a real agent loop would.
+Each scenario is one trace: an ``invoke_agent`` span whose tools are ``@guard.tool`` functions,
+called by a model that never stops by itself. Every call has its span, blocked ones included, and
+each verdict is printed against the call whose span carries it.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ from typing import Any
 
 from opentelemetry import trace
 
-from ..engine.verdict import exception_for
+from ..engine.verdict import OK, LoopGuardError, exception_for
 from ..guard import LoopGuard
 
-__all__ = ["SCENARIOS", "Scenario", "ScenarioRun", "Step", "run_scenario"]
+__all__ = ["DEMO_CONFIG", "SCENARIOS", "Scenario", "ScenarioRun", "Step", "run_scenario"]
 
 COMPACT = "<compaction>"
 
@@ -46,12 +47,24 @@ class ScenarioRun:
 
 @dataclass(frozen=True, slots=True)
 class Scenario:
-    """A named loop and the scripted model that produces it."""
+    """A named loop and the scripted model that produces it (a stubborn one: it never stops
+    by itself, so the guard has to stop it)."""
 
     name: str
     title: str
     script: Callable[[], Iterator[tuple[str, dict[str, Any]]]]
-    gives_up_when_blocked: bool = True
+    agent: str = "demo-agent"
+    """The agent it runs as: ``patient-agent`` has escalation off (see ``DEMO_CONFIG``)."""
+
+
+DEMO_CONFIG: dict[str, Any] = {
+    "tools": {"loopDetection": {"enabled": True}},
+    "agents": {
+        "list": [{"id": "patient-agent", "tools": {"loopDetection": {"abortAfterCriticals": 0}}}]
+    },
+}
+"""The demo's configuration: defaults, and one agent without escalation (its blocked retries
+go on to the global circuit breaker)."""
 
 
 def _repeated_read() -> Iterator[tuple[str, dict[str, Any]]]:
@@ -88,9 +101,14 @@ SCENARIOS: dict[str, Scenario] = {
     for s in (
         Scenario(
             "repeated-read",
-            "The model re-reads a file that never changes, and keeps retrying when blocked",
+            "The model re-reads a file that never changes: blocked once, then the run is aborted",
             _repeated_read,
-            gives_up_when_blocked=False,
+        ),
+        Scenario(
+            "breaker",
+            "The same, with escalation off (abortAfterCriticals: 0): retries reach the breaker",
+            _repeated_read,
+            agent="patient-agent",
         ),
         Scenario("ping-pong", "The model alternates between two tools", _ping_pong),
         Scenario("stuck-poll", "The model polls a build that never finishes", _stuck_poll),
@@ -107,20 +125,23 @@ SCENARIOS: dict[str, Scenario] = {
 
 
 class _Tools:
-    """The demo's tools, as a new user would write them: plain functions, one decorator."""
+    """The demo's tools, as a new user would write them: plain functions, one decorator.
+
+    Each body also asks ``guard.check()`` for its own span's verdict (adopted, not counted
+    again), only so that the demo can print it.
+    """
 
     def __init__(self, guard: LoopGuard) -> None:
         self.polls = 0
+        self.verdict = OK
+        self._guard = guard
 
-        @guard.tool
         def read_file(path: str) -> str:
             return f"contents of {path}: (unchanged)"
 
-        @guard.tool
         def list_dir(path: str) -> list[str]:
             return ["config.yaml", "notes.txt", "src/"]
 
-        @guard.tool
         def command_status(id: str) -> dict[str, Any]:
             self.polls += 1
             # pid and elapsed time change on every poll: they are not progress.
@@ -133,16 +154,22 @@ class _Tools:
             }
 
         self.known: dict[str, Callable[..., Any]] = {
-            "read_file": read_file,
-            "list_dir": list_dir,
-            "command_status": command_status,
+            fn.__name__: self._guarded(fn.__name__, fn)
+            for fn in (read_file, list_dir, command_status)
         }
-        self._guard = guard
+
+    def _guarded(self, name: str, body: Callable[..., Any]) -> Callable[..., Any]:
+        def tool(**kwargs: Any) -> Any:
+            self.verdict = self._guard.check()  # this call's verdict, for the printout
+            return body(**kwargs)
+
+        return self._guard.tool(name=name, raise_on_block=True)(tool)
 
     def call(self, tool: str, args: dict[str, Any]) -> Any:
+        self.verdict = OK
         function = self.known.get(tool)
         if function is None:
-            function = self._guard.tool(name=tool)(_missing(tool))
+            function = self._guarded(tool, _missing(tool))
         return function(**args)
 
 
@@ -156,10 +183,10 @@ def _missing(tool: str) -> Callable[..., Any]:
 def run_scenario(
     guard: LoopGuard, tracer: trace.Tracer, scenario: Scenario, max_steps: int = 60
 ) -> ScenarioRun:
-    """Run one scenario as one trace and report each step."""
+    """Run one scenario as one trace and report each step against the span that shows it."""
     run = ScenarioRun(scenario)
     tools = _Tools(guard)
-    attributes = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "demo-agent"}
+    attributes = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": scenario.agent}
     with tracer.start_as_current_span(f"invoke_agent {scenario.name}", attributes=attributes):
         for number, (tool, args) in enumerate(scenario.script(), 1):
             if number > max_steps:
@@ -173,28 +200,32 @@ def run_scenario(
                 run.steps.append(Step(number, "context compaction", "", "compaction"))
                 continue
             text = json.dumps(args)
-            # The shared flag: a real agent asks before every tool it runs.
-            verdict = guard.check(tool, args)
-            if verdict.aborted:
-                stop = exception_for(verdict)
-                run.steps.append(
-                    Step(number, tool, text, "aborted", verdict.detector, verdict.count, str(stop))
-                )
-                run.ending = f"run stopped: {type(stop).__name__} ({verdict.detector})"
-                break
             try:
-                result = tools.call(tool, args)
+                tools.call(tool, args)
+            except LoopGuardError as stop:
+                # Raised by @guard.tool inside the call's span, which the trace shows blocked.
+                verdict = stop.verdict
+                outcome = "aborted" if verdict.aborted else "blocked"
+                run.steps.append(
+                    Step(number, tool, text, outcome, verdict.detector, verdict.count, str(stop))
+                )
+                if verdict.aborted:
+                    run.ending = f"run stopped: {type(stop).__name__} ({verdict.detector})"
+                    break
+                continue  # the model retries
             except LookupError as error:
                 run.steps.append(Step(number, tool, text, "error", message=str(error)))
                 continue
-            if isinstance(result, str) and result.startswith("CRITICAL:"):
+            # The call's end can abort the run (the post-compaction guard): it did on this call.
+            ended = guard.abort_verdict()
+            if ended is not None:
+                halt = exception_for(ended)
                 run.steps.append(
-                    Step(number, tool, text, "blocked", verdict.detector, verdict.count, result)
+                    Step(number, tool, text, "aborted", ended.detector, ended.count, str(halt))
                 )
-                if scenario.gives_up_when_blocked:
-                    run.ending = "the model read the block message and gave up"
-                    break
-                continue
+                run.ending = f"run stopped after this call: {type(halt).__name__}"
+                break
+            verdict = tools.verdict
             outcome = "warning" if verdict.level == "warning" else "ok"
             run.steps.append(
                 Step(number, tool, text, outcome, verdict.detector, verdict.count, verdict.message)

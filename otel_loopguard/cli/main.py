@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import socket
 import sys
 from collections.abc import Sequence
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.metrics.export import (
+    InMemoryMetricReader,
+    MetricExporter,
+    MetricReader,
+    PeriodicExportingMetricReader,
+)
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
@@ -21,12 +28,11 @@ from ..config.settings import resolve
 from ..guard import LoopGuard
 from ..processor import LoopGuardSpanProcessor
 from ..testing import detection_counts
-from .demo import SCENARIOS, run_scenario
+from .demo import DEMO_CONFIG, SCENARIOS, run_scenario
 from .report import render
 
 __all__ = ["main"]
 
-DEMO_CONFIG = {"enabled": True}
 PROTOCOLS = ("http/protobuf", "grpc")
 
 
@@ -104,7 +110,57 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _otlp_exporter(endpoint: str | None, protocol: str | None) -> SpanExporter | None:
+class _Otlp(NamedTuple):
+    """Where the demo exports: a checked OTLP endpoint and protocol."""
+
+    target: str
+    protocol: str
+
+    def span_exporter(self) -> SpanExporter:
+        if self.protocol == "grpc":
+            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
+                OTLPSpanExporter as GrpcExporter,
+            )
+
+            return GrpcExporter(endpoint=self.target, insecure=self._insecure)
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        return OTLPSpanExporter(endpoint=self._http_url("traces"))
+
+    def metric_reader(self) -> MetricReader:
+        """The demo's counters over OTLP too (exported at shutdown), for the Collector's alerts."""
+        exporter: MetricExporter
+        if self.protocol == "grpc":
+            from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (
+                OTLPMetricExporter as GrpcMetricExporter,
+            )
+
+            exporter = GrpcMetricExporter(endpoint=self.target, insecure=self._insecure)
+        else:
+            from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
+                OTLPMetricExporter,
+            )
+
+            exporter = OTLPMetricExporter(endpoint=self._http_url("metrics"))
+        # No periodic export during the short run: the demo flushes once, at its end.
+        return PeriodicExportingMetricReader(exporter, export_interval_millis=math.inf)
+
+    @property
+    def _insecure(self) -> bool:
+        return urlsplit(self.target).scheme == "http"
+
+    def _http_url(self, signal: str) -> str:
+        # A bare host:port is the OTLP base URL; the signal's path is then added, as the SDK
+        # does. A URL with a path is the traces endpoint the user chose: metrics go beside it.
+        path = urlsplit(self.target).path
+        if path in ("", "/"):
+            return f"{self.target.rstrip('/')}/v1/{signal}"
+        if signal == "traces":
+            return self.target
+        return self.target.rstrip("/").removesuffix("/v1/traces") + f"/v1/{signal}"
+
+
+def _otlp(endpoint: str | None, protocol: str | None) -> _Otlp | None:
     env_endpoint = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get(
         "OTEL_EXPORTER_OTLP_ENDPOINT"
     )
@@ -129,28 +185,22 @@ def _otlp_exporter(endpoint: str | None, protocol: str | None) -> SpanExporter |
             f"cannot reach the OTLP endpoint {target} ({exc.strerror or exc}); is Jaeger or a "
             "Collector listening there?"
         ) from None
-    if protocol == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
-            OTLPSpanExporter as GrpcExporter,
-        )
-
-        return GrpcExporter(endpoint=target, insecure=parts.scheme == "http")
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-
-    # A bare host:port is the OTLP base URL; the traces path is then added, as the SDK does.
-    url = target.rstrip("/") + "/v1/traces" if parts.path in ("", "/") else target
-    return OTLPSpanExporter(endpoint=url)
+    return _Otlp(target, protocol)
 
 
 def _demo(args: argparse.Namespace) -> int:
     config = load_config(args.config) if args.config else load_config(DEMO_CONFIG)
-    network = _otlp_exporter(args.otlp_endpoint, args.otlp_protocol)
+    otlp = _otlp(args.otlp_endpoint, args.otlp_protocol)
+    network = otlp.span_exporter() if otlp is not None else None
     memory = InMemorySpanExporter()
     tee = _Tee(memory, network) if network is not None else _Tee(memory)
     resource = Resource.create({"service.name": "otel-loopguard-demo"})
     provider = TracerProvider(resource=resource)
     reader = InMemoryMetricReader()
-    meters = MeterProvider(metric_readers=[reader], resource=resource)
+    readers: list[MetricReader] = [reader]
+    if otlp is not None:
+        readers.append(otlp.metric_reader())
+    meters = MeterProvider(metric_readers=readers, resource=resource)
     guard = LoopGuard(config, meter_provider=meters, tracer_provider=provider)
     provider.add_span_processor(LoopGuardSpanProcessor(guard, downstream=BatchSpanProcessor(tee)))
     tracer = provider.get_tracer("otel_loopguard.demo")
@@ -162,14 +212,16 @@ def _demo(args: argparse.Namespace) -> int:
     color = not args.no_color and sys.stdout.isatty() and "NO_COLOR" not in os.environ
     print(render(runs, len(spans), events, _detections(reader), color=color))
     provider.shutdown()
+    meters.force_flush()  # the OTLP metric reader exports only when asked to (see metric_reader)
     meters.shutdown()
     if network is not None:
         if tee.failures:
             print(f"\nwarning: {tee.failures} OTLP export(s) failed; see the log above.")
             return 1
         print(
-            "\nExported to OTLP. In Jaeger, search service 'otel-loopguard-demo' with the tag "
-            "loopguard.detector=compaction_loop_persisted (or any detector name)."
+            "\nExported to OTLP (spans, and the loopguard.detections counter). In Jaeger, search "
+            "service 'otel-loopguard-demo' with the tag loopguard.detector=global_circuit_breaker "
+            "(or any detector name)."
         )
     return 0
 
