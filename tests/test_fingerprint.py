@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from otel_loopguard.engine.fingerprint import call_key, error_key, result_key, result_text
+from otel_loopguard.engine.replay import Call, replay
 
 NO_VOLATILE: frozenset[str] = frozenset()
 
@@ -65,6 +66,17 @@ def test_smolagents_and_langchain_wrappers_fingerprint_like_the_bare_arguments()
     )
     assert afp(json.dumps({"input_str": "{'path': 'a.txt'}", "tags": [], "metadata": {}})) == bare
     assert afp("{'path': 'a.txt'}") == bare  # OpenInference records LangChain's Python repr
+
+
+def test_the_smolagents_instrumentation_envelope_is_the_call_and_keeps_a_poll_a_poll() -> None:
+    kwargs = {"action": "poll", "sessionId": "s-1"}
+    envelope = json.dumps({"args": [], "sanitize_inputs_outputs": True, "kwargs": kwargs})
+    assert afp(envelope) == afp(kwargs)
+    polls = [Call("process", envelope, "running")] * 21
+    verdicts = replay(polls, {"enabled": True})
+    assert {v.detector for v in verdicts[10:]} == {"known_poll_no_progress"}
+    # Positional arguments are part of the call: such an envelope is not the kwargs alone.
+    assert afp({"args": [1], "sanitize_inputs_outputs": True, "kwargs": kwargs}) != afp(kwargs)
 
 
 def test_fingerprints_are_stable_across_processes() -> None:

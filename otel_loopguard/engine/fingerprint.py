@@ -131,14 +131,16 @@ _BINARY = (bytes, bytearray, memoryview)
 _ENVELOPE_KEYS = frozenset({"data", "args", "kwargs", "input_str", "inputs"})
 """A dict with none of these keys is no envelope (see _unwrap): most arguments and results."""
 _MESSAGE_KEYS = frozenset({"type", "data"})
-_CALL_KEYS = frozenset({"args", "kwargs"})
+_CALL_KEYS = frozenset({"args", "kwargs", "sanitize_inputs_outputs"})
+"""smolagents' tool-call envelope (its instrumentation records the tool's call this way)."""
 
 
 def _unwrap(value: object, depth: int) -> object:
     """Reduce known envelopes to the call's own arguments or result.
 
-    smolagents' ``{"args": [], "kwargs": {...}}`` and LangChain/Traceloop's
-    ``{"input_str", "inputs", "kwargs"}`` become the arguments; a serialised LangChain
+    smolagents' ``{"args": [], "sanitize_inputs_outputs": true, "kwargs": {...}}`` and
+    LangChain/Traceloop's ``{"input_str", "inputs", "kwargs"}`` become the arguments; a
+    serialised LangChain
     ``ToolMessage`` becomes its content. A single scalar argument ``{"path": "a.txt"}`` becomes
     ``"a.txt"``: instrumentations differ in whether they record a one-argument call by name or
     by value. ``depth`` envelopes are already open: past ``MAX_DEPTH``, the rest stays closed.
