@@ -152,6 +152,34 @@ def test_blocked_asks_without_a_span_escalate_and_are_annotated_on_the_agent_spa
     assert_counted_once(r)
 
 
+def test_an_abort_asked_from_a_step_span_marks_the_agent_span_failed() -> None:
+    r = rig(ON)
+    with r.tracer.start_as_current_span("invoke_agent stubborn", attributes=AGENT):
+        for _ in range(22):
+            with r.tracer.start_as_current_span("step"):
+                if not r.guard.check("read_file", {"path": "a"}).blocked:
+                    tool_span(r.tracer, "read_file", {"path": "a"}, "same")
+    steps = r.spans("step")
+    assert [e["loopguard.action"] for e in events(steps[-1])] == ["abort"]  # asked from here
+    (agent,) = r.spans("invoke_agent stubborn")
+    assert agent.status.status_code is StatusCode.ERROR
+    assert agent.attributes["error.type"] == "generic_repeat"
+
+
+def test_a_span_adopting_a_blocked_ask_carries_its_attributes_but_not_a_second_event() -> None:
+    r = rig(ON)
+    with r.tracer.start_as_current_span("invoke_agent stubborn", attributes=AGENT):
+        for _ in range(21):
+            r.guard.check("read_file", {"path": "a"})
+            tool_span(r.tracer, "read_file", {"path": "a"}, "same")  # run despite the block
+    (agent,) = r.spans("invoke_agent stubborn")
+    assert [e["loopguard.action"] for e in events(agent)] == ["block"]
+    last = r.spans("execute_tool read_file")[-1]
+    assert last.attributes["loopguard.blocked"] is True
+    assert not events(last)
+    assert_counted_once(r)
+
+
 def test_an_abort_at_span_start_marks_the_agent_span_failed_even_if_the_tool_span_is_reset() -> (
     None
 ):
@@ -164,6 +192,20 @@ def test_an_abort_at_span_start_marks_the_agent_span_failed_even_if_the_tool_spa
     assert agent.attributes["error.type"] == "generic_repeat"
     last = r.spans("execute_tool read_file")[-1]
     assert last.attributes["loopguard.action"] == "abort"
+
+
+def test_the_agent_span_is_marked_failed_not_the_request_around_it() -> None:
+    r = rig(ON)
+    with (
+        r.tracer.start_as_current_span("POST /chat"),
+        r.tracer.start_as_current_span("invoke_agent stubborn", attributes=AGENT),
+    ):
+        for _ in range(22):
+            tool_span(r.tracer, "read_file", {"path": "a"}, "same")
+    (agent,) = r.spans("invoke_agent stubborn")
+    assert agent.status.status_code is StatusCode.ERROR
+    (request,) = r.spans("POST /chat")
+    assert request.status.status_code is StatusCode.UNSET
 
 
 def test_without_an_agent_span_the_local_root_is_marked_failed() -> None:
