@@ -356,3 +356,15 @@ def test_a_check_outside_any_span_without_a_scope_raises_in_strict_mode(
     with pytest.raises(ValueError, match="scope="):
         r.guard.check("read_file", {"path": "a"})
     assert r.guard.check("read_file", {"path": "a"}, scope="run-1").level == "ok"
+
+
+def test_two_asks_are_one_call_only_with_the_same_call_id() -> None:
+    r = rig(ON)
+    check = r.guard.check
+    for i in range(10):
+        check("read_file", {"path": "a"}, scope="run", call_id=f"c{i}")
+        check("read_file", {"path": "a"}, scope="run", call_id=f"c{i}")  # the same call again
+    assert check("read_file", {"path": "a"}, scope="run", call_id="c10").count == 10
+    # Without a call id an ask is a call of its own, also beside an ask that had one.
+    assert check("read_file", {"path": "a"}, scope="run").count == 11
+    assert check("read_file", {"path": "a"}, scope="run").count == 12

@@ -88,7 +88,7 @@ class ScopeState:
         """
         if self.abort is not None:
             return self._aborted()
-        match = self._find_ask(call, call_id, pop=False) if call_id is not None else None
+        match = next((a for a in self.asks if call_id is not None and a.call_id == call_id), None)
         if match is not None:
             return match.decision._replace(new=False, annotate=False)
         decision = self._propose(call, cfg, call_id, agent)
@@ -109,7 +109,7 @@ class ScopeState:
         bound = self.spans.get(span)
         if bound is not None:
             return self._adopted(bound)
-        match = self._find_ask(call, call_id, pop=True) if self.asks else None
+        match = self._claim_ask(call, call_id) if self.asks else None
         if match is not None:
             # Adopted: the span gets the event of an ask that let the call run; a blocked ask
             # placed its own (the call was not meant to run).
@@ -166,8 +166,9 @@ class ScopeState:
         assert self.abort is not None
         return Decision(verdict=self.abort, annotate=False, new=False)
 
-    def _find_ask(self, call: ProposedCall, call_id: str | None, *, pop: bool) -> _Ask | None:
-        """The newest open ask of this call: by call id when both have one, else by arguments."""
+    def _claim_ask(self, call: ProposedCall, call_id: str | None) -> _Ask | None:
+        """Take the newest open ask of a span's call: by call id when both have one, else by
+        tool and arguments."""
         for ask in reversed(self.asks):
             same = (
                 ask.call_id == call_id
@@ -175,8 +176,7 @@ class ScopeState:
                 else ask.call.args_fp == call.args_fp and ask.call.tool == call.tool
             )
             if same:
-                if pop:
-                    self.asks.remove(ask)
+                self.asks.remove(ask)
                 return ask
         return None
 
