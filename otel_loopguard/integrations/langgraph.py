@@ -1,13 +1,13 @@
 """LangGraph: check each tool call in the ``ToolNode`` before it runs; raise when the guard aborts.
 
 OpenInference's LangChain instrumentation sets a tool span's arguments only at its end and never
-makes its spans current, so neither the tool nor ``guard.check()`` inside it can see the call in
-time. A ``wrap_tool_call`` hook can: it asks the guard by name and arguments, in the context of
-the graph's ``tools`` span (so in the run's trace), answers a blocked call with the block
-message as its ``ToolMessage``, and on an abort raises ``ToolLoopBlocked`` (or
-``CompactionLoopPersisted``) out of ``graph.invoke``: LangGraph's default tool error handling
-lets it through, and routing to ``END`` would still leave ``create_react_agent``'s edge from
-``tools`` back to the model::
+makes its spans current, so neither the tool nor ``guard.check()`` inside it sees the call in
+time. A ``wrap_tool_call`` hook does: it asks the guard by name, arguments and call id with the
+graph's ``tools`` span made current (the run's trace is the scope, and the span carries the
+block's annotation), answers a blocked call with the block message as its ``ToolMessage``, and
+on an abort raises ``ToolLoopBlocked`` (or ``CompactionLoopPersisted``) out of
+``graph.invoke``. Raising is how the run ends: ``create_react_agent`` always routes ``tools``
+back to the model, and LangGraph's default tool error handling lets the exception through::
 
     agent = create_react_agent(model, guarded_tool_node(guard, [read_file]))
     try:
@@ -15,19 +15,18 @@ lets it through, and routing to ``END`` would still leave ``create_react_agent``
     except ToolLoopBlocked as stop:
         print(stop.verdict.detector)
 
-With ``handle_tool_errors=True`` (every error becomes a message) the abort would reach the model
-instead: leave it at its default, or pass exception types that exclude ``LoopGuardError``.
+With ``handle_tool_errors=True`` (every error becomes a message for the model) the abort would
+not end the run: keep the default, or name exception types that exclude ``LoopGuardError``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import Any
 
 from langchain_core.messages import ToolMessage
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import BaseTool
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
@@ -63,7 +62,7 @@ def tool_call_wrapper(guard: LoopGuard) -> Callable[[ToolCallRequest, Execute], 
     def wrap(request: ToolCallRequest, execute: Execute) -> Result:
         verdict = _verdict(guard, request)
         if verdict.blocked:
-            return _raise_if_aborted(execute(_stand_in(request, verdict)), verdict)
+            return _blocked(request, verdict)
         return _with_warning(execute(request), verdict, warn)
 
     return wrap
@@ -78,7 +77,7 @@ def async_tool_call_wrapper(
     async def wrap(request: ToolCallRequest, execute: AsyncExecute) -> Result:
         verdict = _verdict(guard, request)
         if verdict.blocked:
-            return _raise_if_aborted(await execute(_stand_in(request, verdict)), verdict)
+            return _blocked(request, verdict)
         return _with_warning(await execute(request), verdict, warn)
 
     return wrap
@@ -90,28 +89,15 @@ def _verdict(guard: LoopGuard, request: ToolCallRequest) -> Verdict:
         return guard.check(call["name"], call["args"], call_id=call.get("id") or None)
 
 
-def _stand_in(request: ToolCallRequest, verdict: Verdict) -> ToolCallRequest:
-    """The request, run by a stand-in tool that returns the block message: the tool does not
-    run, yet the call gets its tool span like any other (where the block is annotated)."""
-    tool = request.tool
-    message = verdict.message
-
-    def blocked(**_: Any) -> str:
-        return message
-
-    stand_in = StructuredTool.from_function(
-        blocked,
-        name=request.tool_call["name"],
-        description=tool.description if tool is not None else "Blocked by otel-loopguard.",
-        args_schema=tool.args_schema if tool is not None else None,
-    )
-    return replace(request, tool=stand_in)
-
-
-def _raise_if_aborted(result: Result, verdict: Verdict) -> Result:
+def _blocked(request: ToolCallRequest, verdict: Verdict) -> ToolMessage:
+    """The block message as the call's result; an abort raises instead (the run must end)."""
     if verdict.aborted:
-        raise exception_for(verdict)  # after the stand-in ran: the abort is on its span
-    return result
+        raise exception_for(verdict)
+    call = request.tool_call
+    # The tool did not run: an error result, whose text tells the model why.
+    return ToolMessage(
+        verdict.message, name=call["name"], tool_call_id=call.get("id") or "", status="error"
+    )
 
 
 def _with_warning(result: Result, verdict: Verdict, warn: bool) -> Result:
@@ -127,8 +113,9 @@ def _with_warning(result: Result, verdict: Verdict, warn: bool) -> Result:
 
 @contextmanager
 def _in_run_trace() -> Iterator[None]:
-    """The span OpenInference opened for the current LangChain run, made current (the guard
-    scopes calls by trace); nothing changes without that instrumentation."""
+    """The span OpenInference opened for the current LangChain run (the graph's ``tools``
+    node), made current: the guard scopes calls by trace. Without that instrumentation nothing
+    changes (give the check a current span or a ``scope`` some other way)."""
     span = _openinference_span()
     if span is None:
         yield

@@ -64,7 +64,7 @@ def guard_tool(guard: LoopGuard, tool: Tool) -> Tool:
         return result
 
     setattr(guarded, _GUARDED, True)
-    tool.forward = guarded  # type: ignore[method-assign]  # per instance: Tool.__call__ reads it
+    tool.forward = guarded  # per instance: Tool.__call__ calls self.forward
     return tool
 
 
