@@ -36,6 +36,8 @@ def test_raw_opentelemetry_with_guard_tool() -> None:
         ),
         ("openai_agents_sdk.py", "the tool ran 20 times; the agent answered: Stuck; giving up."),
         ("langchain_openinference.py", "polled 20 times; the agent answered: The build is stuck"),
+        ("smolagents_agent.py", "the tool ran 20 times; stopped after 22 model calls:"),
+        ("langgraph_agent.py", "stopped after 21 model calls: ping_pong, abort"),
     ],
 )
 def test_framework_examples_stop_the_loop(name: str, expected: str) -> None:
@@ -54,6 +56,8 @@ def test_every_example_is_exercised() -> None:
         "pydantic_ai_agent.py",
         "openai_agents_sdk.py",
         "langchain_openinference.py",
+        "smolagents_agent.py",
+        "langgraph_agent.py",
         "per_agent_override.py",
         "prometheus_metrics.py",  # by tests/test_alerting.py
     }
