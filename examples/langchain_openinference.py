@@ -1,5 +1,7 @@
 """LangChain with OpenInference: its tool spans get their arguments only at span end, so the agent
 loop asks the guard before invoking each tool; the span, when it ends, adopts that verdict.
+A blocked call's message goes to the model instead of the tool's result; an aborted verdict ends
+the loop, so a model that never stops by itself is stopped too.
 A scripted chat model stands in for a real one (no network).
 
 Run: python examples/langchain_openinference.py
@@ -61,17 +63,23 @@ tools = {"command_status": command_status}
 model = LoopingModel()
 messages: list[BaseMessage] = [HumanMessage("Wait for build-42")]
 with tracer.start_as_current_span("invoke_agent builder"):
-    while True:
+    while guard.abort_verdict() is None:  # this run's abort, once one was decided
         reply = model.invoke(messages)
         messages.append(reply)
         if not isinstance(reply, AIMessage) or not reply.tool_calls:
             break
         for call in reply.tool_calls:
             verdict = guard.check(call["name"], call["args"])  # before the tool span exists
+            if verdict.aborted:
+                break  # the run is stopped: no more tools, and the while loop ends
             if verdict.blocked:
                 messages.append(ToolMessage(verdict.message, tool_call_id=call["id"]))
             else:
                 messages.append(tools[call["name"]].invoke(call))
+    aborted = guard.abort_verdict()  # read inside the run's span: its trace is the scope
 
 polls = sum(1 for m in messages if isinstance(m, ToolMessage) and "running" in str(m.content))
-print(f"polled {polls} times; the agent answered: {messages[-1].content}")
+if aborted is not None:
+    print(f"polled {polls} times; the run was halted: {aborted.message}")
+else:
+    print(f"polled {polls} times; the agent answered: {messages[-1].content}")

@@ -1,5 +1,7 @@
 """pydantic-ai: its own instrumentation sets tool name and arguments at span start, so the tool
-can read the verdict of its live span with ``guard.check()``. The model is scripted to loop.
+can read the verdict of its live span with ``guard.check()``. A blocked call returns the message
+to the model; an aborted run raises ``ToolLoopBlocked``, which ends ``run_sync`` even for a model
+that never stops by itself. The model is scripted to loop.
 
 Run: python examples/pydantic_ai_agent.py     (needs: pip install pydantic-ai-slim)
 """
@@ -13,7 +15,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.instrumented import InstrumentationSettings
 
-from otel_loopguard import LoopGuard, LoopGuardSpanProcessor
+from otel_loopguard import LoopGuard, LoopGuardSpanProcessor, ToolLoopBlocked
 
 provider = TracerProvider()
 guard = LoopGuard({"enabled": True})
@@ -42,6 +44,8 @@ def read_file(path: str) -> str:
     """Read a file."""
     global runs
     verdict = guard.check()  # the verdict of this tool call, from its live span
+    if verdict.aborted:
+        raise ToolLoopBlocked(verdict)  # the run is stopped: this ends agent.run_sync
     if verdict.blocked:
         return verdict.message  # the model reads why, and the tool does not run
     runs += 1
@@ -49,5 +53,8 @@ def read_file(path: str) -> str:
     return f"{text}\n{verdict.message}" if verdict.level == "warning" else text
 
 
-result = agent.run_sync("Summarise notes.txt")
-print(f"the tool ran {runs} times; the agent answered: {result.output}")
+try:
+    result = agent.run_sync("Summarise notes.txt")
+    print(f"the tool ran {runs} times; the agent answered: {result.output}")
+except ToolLoopBlocked as stop:
+    print(f"the tool ran {runs} times; the run was halted: {stop}")
