@@ -1,7 +1,9 @@
-"""Real instrumentations with scripted models: pydantic-ai (arguments at span start) and
-LangChain with OpenInference (arguments only at span end). No network.
+"""Real instrumentations with scripted models: pydantic-ai (arguments at span start), LangChain
+and the OpenAI Agents SDK with OpenInference (arguments only at span end). No network.
 
-Both must give the same verdicts: see docs/design.md, 'Evaluation points'.
+All must give the same verdicts: see docs/design.md, 'Evaluation points'. Two kinds of model:
+one gives up when it reads "CRITICAL:", a stubborn one never stops by itself, so only the abort
+(the run's second critical verdict) can end its run, before the framework's own limit does.
 """
 
 from __future__ import annotations
@@ -10,10 +12,72 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import StatusCode
 
 from .helpers import Rig, events, rig
 
 ON = {"enabled": True}
+AGENT = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "reader"}
+FRAMEWORK_LIMIT = 200  # turns, requests or loop rounds: far above where the guard stops a run
+
+# What a stubborn model calls, in turn, forever.
+SCRIPTS: dict[str, list[tuple[str, dict[str, str]]]] = {
+    "repeat": [("read_file", {"path": "a.txt"})],
+    "ping_pong": [("read_file", {"path": "a.txt"}), ("list_dir", {"path": "."})],
+}
+RESULTS = {"read_file": "same contents", "list_dir": "a.txt"}
+
+# (script, detector, model calls until the abort, tool bodies run). A repeat is warned at its
+# 11th call, blocked at the 21st and aborted at the 22nd; a ping-pong warned at the 10th,
+# blocked at the 20th, aborted at the 21st. Either way the tool runs at most 20 times.
+STUBBORN = pytest.mark.parametrize(
+    ("script", "detector", "model_calls", "tool_runs"),
+    [("repeat", "generic_repeat", 22, 20), ("ping_pong", "ping_pong", 21, 19)],
+)
+WARNED = [("warning", "warn", n) for n in range(10, 20)]
+STOPPED = [("critical", "block", 20), ("critical", "abort", 21)]
+
+
+def scripted_call(script: str, n: int) -> tuple[str, dict[str, str]]:
+    """The stubborn model's n-th tool call (from 1)."""
+    calls = SCRIPTS[script]
+    return calls[(n - 1) % len(calls)]
+
+
+def verdicts_on(tools: list[ReadableSpan]) -> list[tuple[Any, Any, Any]]:
+    """(level, action, count) of each annotated tool span, in the order they ended."""
+    annotated = [s.attributes for s in tools if s.attributes and "loopguard.level" in s.attributes]
+    return [(a["loopguard.level"], a["loopguard.action"], a["loopguard.count"]) for a in annotated]
+
+
+def assert_warned_blocked_aborted(r: Rig, detector: str, run_span: ReadableSpan) -> None:
+    """One warning (at 10), one block (at 20), one abort (at 21) as events on the exported
+    spans; the run's span failed with the detector; the counter agrees with the events."""
+    found = [
+        (e["loopguard.detector"], e["loopguard.level"], e["loopguard.action"], e["loopguard.count"])
+        for s in r.spans()
+        for e in events(s)
+    ]
+    assert found == [
+        (detector, "warning", "warn", 10),
+        (detector, "critical", "block", 20),
+        (detector, "critical", "abort", 21),
+    ]
+    assert run_span.status.status_code is StatusCode.ERROR
+    assert run_span.attributes is not None
+    assert run_span.attributes["error.type"] == detector
+    totals: dict[tuple[str, str, str, str], int] = {}
+    for s in r.spans():
+        for e in events(s):
+            key = (
+                e["loopguard.detector"],
+                e["loopguard.level"],
+                e["loopguard.action"],
+                e["gen_ai.tool.name"],
+            )
+            totals[key] = totals.get(key, 0) + 1
+    assert r.detections() == totals
 
 
 def test_pydantic_ai_agent_is_warned_then_stopped() -> None:
@@ -66,6 +130,68 @@ def test_pydantic_ai_agent_is_warned_then_stopped() -> None:
     assert events(tools[10])[0]["loopguard.level"] == "warning"
     assert events(tools[20])[0]["loopguard.level"] == "critical"
     assert tools[20].attributes["loopguard.blocked"] is True
+
+
+@STUBBORN
+def test_pydantic_ai_stubborn_agent_is_aborted_by_the_tool_raising_on_the_abort(
+    script: str, detector: str, model_calls: int, tool_runs: int
+) -> None:
+    pytest.importorskip(
+        "pydantic_ai", reason="pydantic-ai is a test dependency (pip install -e '.[test]')"
+    )
+    from pydantic_ai import Agent, UsageLimits
+    from pydantic_ai.capabilities import Instrumentation
+    from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+    from pydantic_ai.models.instrumented import InstrumentationSettings
+
+    from otel_loopguard import ToolLoopBlocked
+
+    r = rig(ON)
+    asked = 0
+
+    def stubborn_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        nonlocal asked
+        asked += 1
+        name, args = scripted_call(script, asked)
+        return ModelResponse(parts=[ToolCallPart(name, args, tool_call_id=f"c{asked}")])
+
+    agent = Agent(
+        FunctionModel(stubborn_model),
+        name="reader",
+        capabilities=[Instrumentation(InstrumentationSettings(tracer_provider=r.provider))],
+    )
+    ran: list[str] = []
+
+    def guarded(name: str) -> str:
+        # The example's recipe: a block goes back to the model, an abort ends the run.
+        verdict = r.guard.check()
+        if verdict.aborted:
+            raise ToolLoopBlocked(verdict)
+        if verdict.blocked:
+            return verdict.message
+        ran.append(name)
+        return RESULTS[name]
+
+    @agent.tool_plain
+    def read_file(path: str) -> str:
+        return guarded("read_file")
+
+    @agent.tool_plain
+    def list_dir(path: str) -> str:
+        return guarded("list_dir")
+
+    # Not UsageLimitExceeded: the request limit is far away.
+    with pytest.raises(ToolLoopBlocked) as stop:
+        agent.run_sync("read a.txt", usage_limits=UsageLimits(request_limit=FRAMEWORK_LIMIT))
+    assert (stop.value.verdict.action, stop.value.detector) == ("abort", detector)
+    assert asked == model_calls
+    assert len(ran) == tool_runs
+    tools = [s for s in r.spans() if s.name.startswith("execute_tool ")]
+    assert len(tools) == model_calls  # every call has its span, blocked and aborted ones too
+    assert verdicts_on(tools) == WARNED + STOPPED
+    (run,) = r.spans("invoke_agent reader")
+    assert_warned_blocked_aborted(r, detector, run)
 
 
 @pytest.fixture
@@ -144,3 +270,185 @@ def test_langchain_with_openinference_is_warned_then_stopped(langchain_rig: Rig)
     assert events(tools[10])[0]["loopguard.count"] == 10
     assert r.detections()[("generic_repeat", "warning", "warn", "read_file")] == 1
     assert r.detections()[("generic_repeat", "critical", "block", "read_file")] == 1
+
+
+@STUBBORN
+def test_langchain_stubborn_agent_is_aborted_by_the_loop_checking_the_abort(
+    langchain_rig: Rig, script: str, detector: str, model_calls: int, tool_runs: int
+) -> None:
+    from langchain_core.language_models.chat_models import BaseChatModel
+    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+    from langchain_core.tools import BaseTool, tool
+
+    r = langchain_rig
+    asked = 0
+
+    class StubbornModel(BaseChatModel):
+        """A scripted model that ignores every tool result, blocks included."""
+
+        @property
+        def _llm_type(self) -> str:
+            return "stubborn-fake"
+
+        def _generate(
+            self,
+            messages: list[BaseMessage],
+            stop: Any = None,
+            run_manager: Any = None,
+            **kwargs: Any,
+        ) -> ChatResult:
+            nonlocal asked
+            asked += 1
+            name, args = scripted_call(script, asked)
+            call = {"name": name, "args": args, "id": f"call_{asked}"}
+            message = AIMessage(content="", tool_calls=[call])
+            return ChatResult(generations=[ChatGeneration(message=message)])
+
+    ran: list[str] = []
+
+    @tool
+    def read_file(path: str) -> str:
+        """Read a file."""
+        ran.append("read_file")
+        return RESULTS["read_file"]
+
+    @tool
+    def list_dir(path: str) -> str:
+        """List a directory."""
+        ran.append("list_dir")
+        return RESULTS["list_dir"]
+
+    tools: dict[str, BaseTool] = {"read_file": read_file, "list_dir": list_dir}
+    model = StubbornModel()
+    messages: list[BaseMessage] = [HumanMessage("read a.txt")]
+    rounds = 0
+    # The example's loop: stop on the run's abort; a block's message goes to the model.
+    with r.tracer.start_as_current_span("invoke_agent reader", attributes=AGENT):
+        while r.guard.abort_verdict() is None and rounds < FRAMEWORK_LIMIT:
+            rounds += 1
+            reply = model.invoke(messages)
+            messages.append(reply)
+            assert isinstance(reply, AIMessage)
+            assert reply.tool_calls  # it never gives up
+            for call in reply.tool_calls:
+                verdict = r.guard.check(call["name"], call["args"])  # before the span exists
+                if verdict.aborted:
+                    break
+                if verdict.blocked:
+                    messages.append(ToolMessage(verdict.message, tool_call_id=call["id"]))
+                else:
+                    messages.append(tools[call["name"]].invoke(call))
+        aborted = r.guard.abort_verdict()
+
+    assert aborted is not None
+    assert (aborted.action, aborted.detector) == ("abort", detector)
+    assert rounds == asked == model_calls  # not the loop's limit: the abort stopped it
+    assert len(ran) == tool_runs
+    tool_spans = [s for s in r.spans() if s.attributes.get("openinference.span.kind") == "TOOL"]
+    assert len(tool_spans) == tool_runs  # the blocked and the aborted call never ran
+    assert verdicts_on(tool_spans) == WARNED
+    # The block and the abort were decided by asks: their evidence is on the agent span.
+    (run,) = r.spans("invoke_agent reader")
+    assert [(e["loopguard.action"], e["loopguard.count"]) for e in events(run)] == [
+        ("block", 20),
+        ("abort", 21),
+    ]
+    assert_warned_blocked_aborted(r, detector, run)
+
+
+@pytest.fixture
+def openai_agents_rig() -> Iterator[Rig]:
+    pytest.importorskip("agents", reason="openai-agents is a test dependency")
+    openinference = pytest.importorskip("openinference.instrumentation.openai_agents")
+    r = rig(ON)
+    instrumentor = openinference.OpenAIAgentsInstrumentor()
+    instrumentor.instrument(tracer_provider=r.provider)
+    yield r
+    instrumentor.uninstrument()
+
+
+@STUBBORN
+def test_openai_agents_stubborn_agent_is_aborted_by_the_tool_input_guardrail(
+    openai_agents_rig: Rig, script: str, detector: str, model_calls: int, tool_runs: int
+) -> None:
+    import json
+
+    from agents import (
+        Agent,
+        Runner,
+        ToolGuardrailFunctionOutput,
+        ToolInputGuardrailData,
+        ToolInputGuardrailTripwireTriggered,
+        function_tool,
+        tool_input_guardrail,
+    )
+    from agents.items import ModelResponse
+    from agents.models.interface import Model
+    from agents.usage import Usage
+    from openai.types.responses import ResponseFunctionToolCall
+
+    r = openai_agents_rig
+
+    @tool_input_guardrail
+    def loop_guardrail(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
+        # The example's guardrail: reject a blocked call, halt an aborted run.
+        tool = data.context
+        verdict = r.guard.check(tool.tool_name, json.loads(tool.tool_arguments or "null"))
+        if verdict.aborted:
+            return ToolGuardrailFunctionOutput.raise_exception(output_info=verdict)
+        if verdict.blocked:
+            return ToolGuardrailFunctionOutput.reject_content(verdict.message)
+        return ToolGuardrailFunctionOutput.allow()
+
+    ran: list[str] = []
+
+    @function_tool(tool_input_guardrails=[loop_guardrail])
+    def read_file(path: str) -> str:
+        """Read a file."""
+        ran.append("read_file")
+        return RESULTS["read_file"]
+
+    @function_tool(tool_input_guardrails=[loop_guardrail])
+    def list_dir(path: str) -> str:
+        """List a directory."""
+        ran.append("list_dir")
+        return RESULTS["list_dir"]
+
+    class StubbornModel(Model):
+        """A scripted model that ignores every tool result, rejections included."""
+
+        def __init__(self) -> None:
+            self.asked = 0
+
+        async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
+            self.asked += 1
+            name, arguments = scripted_call(script, self.asked)
+            call = ResponseFunctionToolCall(
+                type="function_call",
+                name=name,
+                arguments=json.dumps(arguments),
+                call_id=f"call_{self.asked}",
+                id=f"fc_{self.asked}",
+            )
+            return ModelResponse(output=[call], usage=Usage(), response_id=None)
+
+        def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+            raise NotImplementedError("the test does not stream")
+
+    model = StubbornModel()
+    agent = Agent(name="reader", model=model, tools=[read_file, list_dir])
+    # Not MaxTurnsExceeded: the turn limit is far away.
+    with pytest.raises(ToolInputGuardrailTripwireTriggered) as stop:
+        Runner.run_sync(agent, "read a.txt", max_turns=FRAMEWORK_LIMIT)
+    verdict = stop.value.output.output_info
+    assert (verdict.action, verdict.detector) == ("abort", detector)
+    assert model.asked == model_calls
+    assert len(ran) == tool_runs
+    tools = [s for s in r.spans() if s.attributes.get("openinference.span.kind") == "TOOL"]
+    assert len(tools) == model_calls  # the guardrail runs in the tool span, even when it rejects
+    assert verdicts_on(tools) == WARNED + STOPPED
+    (run,) = [
+        s for s in r.spans("reader") if s.attributes.get("openinference.span.kind") == "AGENT"
+    ]
+    assert_warned_blocked_aborted(r, detector, run)
