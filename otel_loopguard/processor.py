@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
 
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from .guard import LoopGuard
-from .otel.annotations import EVENT_NAME, Mark, enriched_copy, event_attributes
-from .otel.lifecycle import Lifecycle
-from .otel.live import LiveSpan
+from .otel.annotations import EVENT_NAME, enriched_copy, event_attributes
+from .otel.lifecycle import Ended, Lifecycle
 
 __all__ = ["LoopGuardSpanProcessor"]
 
@@ -116,18 +114,18 @@ class LoopGuardSpanProcessor(SpanProcessor):
         if self._settled_at_end(span):  # settled at its start too: it has no entry
             return span
         ended = self._lifecycle.ended(span)
-        if not ended.marks:
+        if not ended.marks and ended.failed is None:
             return span
-        return self._annotated(span, ended.marks, ended.entry, ended.own)
+        return self._annotated(span, ended)
 
-    def _annotated(
-        self, span: ReadableSpan, marks: Sequence[Mark], entry: LiveSpan | None, own: bool
-    ) -> ReadableSpan:
+    def _annotated(self, span: ReadableSpan, ended: Ended) -> ReadableSpan:
         """The span to pass on: with ``downstream``, an enriched copy when detections came too
-        late for the live span; without it, they go on the nearest live ancestor."""
+        late for the live span (or an abort's ERROR status was reset); without it, they go on
+        the nearest live ancestor."""
         forward = span
+        marks, entry, own = ended.marks, ended.entry, ended.own
         if self._downstream is not None:
-            forward = enriched_copy(span, marks)
+            forward = enriched_copy(span, marks, failed=ended.failed)
         elif any(mark.event for mark in marks):
             # The span's attributes cannot change any more: only the events can still be seen.
             ancestor = self._runtime.live.nearest_live_ancestor(entry, own)

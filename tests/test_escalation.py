@@ -368,3 +368,27 @@ def test_two_asks_are_one_call_only_with_the_same_call_id() -> None:
     # Without a call id an ask is a call of its own, also beside an ask that had one.
     assert check("read_file", {"path": "a"}, scope="run").count == 11
     assert check("read_file", {"path": "a"}, scope="run").count == 12
+
+
+def test_an_abort_s_error_status_survives_an_instrumentation_resetting_it_to_ok() -> None:
+    # smolagents' instrumentation sets status OK on its spans as they end, after our ERROR.
+    r = rig(ON)
+    with r.tracer.start_as_current_span("invoke_agent stubborn", attributes=AGENT) as agent:
+        for _ in range(22):
+            with r.tracer.start_as_current_span(
+                "execute_tool read_file",
+                attributes={
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": "read_file",
+                    "gen_ai.tool.call.arguments": '{"path": "a"}',
+                },
+            ) as tool:
+                tool.set_attribute("gen_ai.tool.call.result", "same")
+                tool.set_status(StatusCode.OK)
+        agent.set_status(StatusCode.OK)
+    aborted = r.spans("execute_tool read_file")[-1]
+    assert aborted.status.status_code is StatusCode.ERROR
+    assert aborted.attributes["error.type"] == "generic_repeat"
+    (run,) = r.spans("invoke_agent stubborn")
+    assert run.status.status_code is StatusCode.ERROR
+    assert r.spans("execute_tool read_file")[0].status.status_code is StatusCode.OK

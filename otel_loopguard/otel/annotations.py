@@ -171,9 +171,12 @@ class Annotator:
             context_api.detach(token)
 
 
-def enriched_copy(span: ReadableSpan, marks: Sequence[Mark]) -> ReadableSpan:
-    """A copy of an ended span with the detections added; everything else is identical,
-    including the span's limits and its dropped attribute, event and link counts."""
+def enriched_copy(
+    span: ReadableSpan, marks: Sequence[Mark], *, failed: Verdict | None = None
+) -> ReadableSpan:
+    """A copy of an ended span with the detections added (and, with ``failed``, the abort's
+    ERROR status restored); everything else is identical, including the span's limits and its
+    dropped attribute, event and link counts."""
     bounds = reader.bounds_of(span)
     attributes = BoundedAttributes(
         bounds.attributes, span.attributes, immutable=False, max_value_len=bounds.value_length
@@ -191,6 +194,9 @@ def enriched_copy(span: ReadableSpan, marks: Sequence[Mark]) -> ReadableSpan:
             attributes[key] = value  # counted as dropped when the span's limit is reached
         if mark.verdict.aborted:
             status = Status(StatusCode.ERROR, mark.verdict.message)
+    if failed is not None:
+        attributes["error.type"] = failed.detector or "loop_detected"
+        status = Status(StatusCode.ERROR, failed.message)
     return ReadableSpan(
         name=span.name,
         context=span.context,

@@ -24,6 +24,7 @@ from ..config.settings import ResolvedConfig
 from ..engine.digests import digest_outcome
 from ..engine.records import ProposedCall
 from ..engine.state import Decision, ScopeState
+from ..engine.verdict import Verdict
 from . import conventions, reader
 from .annotations import Mark
 from .live import LiveSpan, trace_scope
@@ -40,6 +41,9 @@ class Ended(NamedTuple):
     marks: Sequence[Mark] = ()
     entry: LiveSpan | None = None
     own: bool = False
+    failed: Verdict | None = None
+    """An abort this span's status must show (the run's span, or the tool span given it), when
+    the span ended without status ERROR: an instrumentation reset it."""
 
 
 NOTHING_ENDED = Ended()
@@ -254,6 +258,8 @@ class Lifecycle:
             if own and entry is not None and entry.local_root and entry.scope is None:
                 with self.store.lock:
                     self.store.root_ended(entry.scope_key)
+            if own and entry is not None and entry.failed is not None:
+                return Ended(entry=entry, own=own, failed=self._status_reset(span, entry))
             return NOTHING_ENDED  # no marks: the entry is not needed
         if not own and self._ended_before(span_id):
             return NOTHING_ENDED  # a second processor on this guard: the first did the work
@@ -278,7 +284,19 @@ class Lifecycle:
         if own and entry is not None and entry.local_root and entry.scope is None:
             with self.store.lock:
                 self.store.root_ended(scope_key)
-        return Ended(marks, entry, own)
+        return Ended(marks, entry, own, self._status_reset(span, entry if own else None))
+
+    @staticmethod
+    def _status_reset(span: ReadableSpan, entry: LiveSpan | None) -> Verdict | None:
+        """The abort an ended span was marked with, if its status no longer shows it."""
+        if entry is None:
+            return None
+        failed = entry.failed
+        if failed is None and entry.verdict is not None and entry.verdict.aborted:
+            failed = entry.verdict  # a tool span given the abort (its call was not run)
+        if failed is None or span.status.status_code is StatusCode.ERROR:
+            return None
+        return failed
 
     def _fail_run_if_aborted(
         self, marks: Sequence[Mark], entry: LiveSpan | None, own: bool, trace_id: int

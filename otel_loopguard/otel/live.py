@@ -85,6 +85,9 @@ class LiveSpan:
     """This tool span is a second span of ``outer``'s call (a framework's tool span around
     ``@guard.tool``, or two instrumentations of one call): it took ``outer``'s verdict and
     counts nothing."""
+    failed: Verdict | None = None
+    """The abort that failed this span's run (it is the run's span): an enriched copy keeps
+    the span ERROR if an instrumentation resets its status before it ends."""
     covered: LiveSpan | None = None
     """A tool span nested in this one that was evaluated as this span's call: this one then
     counts nothing at its end."""
@@ -163,22 +166,24 @@ class LiveSpans:
             entry = self.entries.get(entry.parent_id)
         return None
 
-    def run_span(self, entry: LiveSpan | None, trace_id: int) -> Span | None:
-        """The run a span belongs to: the nearest live agent span at or above ``entry``, else
-        the trace's local root here, if still recording."""
+    def run_of(self, entry: LiveSpan | None, trace_id: int) -> tuple[LiveSpan, Span] | None:
+        """The run a span belongs to, with its live span: the nearest agent span at or above
+        ``entry``, else the trace's local root here, while still recording."""
         for _ in range(_MAX_WALK):
             if entry is None:
                 break
             if entry.agent_span or entry.local_root:
                 span = entry.span()
                 if span is not None and span.is_recording():
-                    return span
+                    return entry, span
             if entry.local_root or entry.parent_id is None:
                 break
             entry = self.entries.get(entry.parent_id)
         root = self.roots.get(trace_id)
         span = root.span() if root is not None else None
-        return span if span is not None and span.is_recording() else None
+        if root is None or span is None or not span.is_recording():
+            return None
+        return root, span
 
     def get(self, span_id: int | None) -> LiveSpan | None:
         """The span's entry or its nearest tracked ancestor's."""

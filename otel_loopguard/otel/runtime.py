@@ -69,9 +69,12 @@ class Runtime:
     def fail_run(self, start: LiveSpan | None, trace_id: int, verdict: Verdict) -> None:
         """An abort was decided: mark the run's agent span (else the local root) failed, while
         it is live. ``start`` is the entry to look up from (the tool span's parent's)."""
-        span = self.live.run_span(start, trace_id)
-        if span is not None:
-            self.annotator.fail_run(span, verdict)
+        run = self.live.run_of(start, trace_id)
+        if run is not None:
+            entry, span = run
+            if entry.failed is None:
+                entry.failed = verdict
+                self.annotator.fail_run(span, verdict)
 
     def config_for_current(self) -> ResolvedConfig:
         """The config of the current span's agent."""
