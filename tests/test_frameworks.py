@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from opentelemetry.trace import StatusCode
 
 from otel_loopguard import ToolLoopBlocked
 
@@ -167,8 +168,12 @@ def test_smolagents_abort_is_recorded_on_the_run_span(smolagents_rig: Rig) -> No
     r = smolagents_rig
     smolagents_run(r, "tool_calling", [("read_file", {"path": "a.txt"})])
     (run,) = [s for s in r.spans() if s.attributes.get("openinference.span.kind") == "AGENT"]
-    # Its status is the instrumentation's to set last (it sets OK); error.type stays.
+    # The instrumentation sets OK last; the copy the processor forwards keeps the abort.
     assert run.attributes["error.type"] == "generic_repeat"
+    assert run.status.status_code is StatusCode.ERROR
+    tools = [s for s in r.spans() if s.attributes.get("openinference.span.kind") == "TOOL"]
+    assert tools[-1].attributes["loopguard.action"] == "abort"
+    assert tools[-1].status.status_code is StatusCode.ERROR
 
 
 def test_smolagents_second_run_starts_afresh(smolagents_rig: Rig) -> None:
