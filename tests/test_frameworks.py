@@ -295,3 +295,58 @@ def test_langgraph_abort_marks_the_graph_span_failed(langgraph_rig: Rig) -> None
     (root,) = [s for s in r.spans() if s.parent is None]
     assert root.status.status_code is StatusCode.ERROR
     assert root.attributes["error.type"] == "generic_repeat"
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_guard_tool_stacked_under_langchain_tool_nests_and_counts_once(langgraph_rig: Rig) -> None:
+    from langchain_core.language_models.chat_models import BaseChatModel
+    from langchain_core.messages import AIMessage, BaseMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+    from langchain_core.tools import tool
+    from langgraph.prebuilt import create_react_agent
+
+    r = langgraph_rig
+    counts: Counter[str] = Counter()
+
+    class Stubborn(BaseChatModel):
+        @property
+        def _llm_type(self) -> str:
+            return "stubborn"
+
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+            return self
+
+        def _generate(
+            self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **_: Any
+        ) -> ChatResult:
+            counts["model"] += 1
+            call = {"name": "read_file", "args": {"path": "a.txt"}, "id": f"c{counts['model']}"}
+            reply = AIMessage(content="", tool_calls=[call])
+            return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    @tool
+    @r.guard.tool(raise_on_block=True)
+    def read_file(path: str) -> str:
+        """Read a file."""
+        counts["read_file"] += 1
+        return "the same contents"
+
+    graph = create_react_agent(Stubborn(), [read_file])
+    with pytest.raises(ToolLoopBlocked) as stop:
+        graph.invoke(INPUT, CONFIG)
+    assert stop.value.verdict.action == "block"
+    assert counts == {"model": 21, "read_file": CRITICAL}
+    framework = {
+        s.context.span_id
+        for s in r.spans()
+        if s.attributes.get("openinference.span.kind") == "TOOL" and s.context is not None
+    }
+    ours = r.spans("execute_tool read_file")
+    assert len(ours) == 21
+    # Each @guard.tool span is a child of LangChain's tool span: one call, not two.
+    assert all(s.parent is not None and s.parent.span_id in framework for s in ours)
+    assert [e["loopguard.action"] for s in r.spans() for e in events(s)] == ["warn", "block"]
+    assert r.detections() == {
+        ("generic_repeat", "warning", "warn", "read_file"): 1,
+        ("generic_repeat", "critical", "block", "read_file"): 1,
+    }

@@ -216,6 +216,10 @@ class Lifecycle:
             return
         if outer is not None and outer.same_call(live.tool):
             outer.covered = live  # this span will be evaluated as the outer span's call
+        elif parent_id is not None and (inherited is None or inherited.span_id != parent_id):
+            # The parent is not tracked (yet): it may be a tool span named only at its end
+            # (OpenInference's LangChain spans have no attributes when they start).
+            self.live.note_nested(parent_id, live)
         if view is None or not view.has_arguments:
             return  # evaluated at span end, when the instrumentation has set the arguments
         cfg = self.settings.for_agent(agent)
@@ -270,10 +274,11 @@ class Lifecycle:
                 self.store.get(scope_key).arm_compaction()
         marks: Sequence[Mark] = ()
         nested = entry if own and entry is not None and entry.tool_span else None
+        inner = self._inner_of(nested, span_id)
         if nested is not None and nested.duplicate:
             pass  # the outer span's call: recorded at the outer span's end
-        elif nested is not None and self._counted_inside(nested, fields):
-            marks = self._covered_marks(nested)
+        elif self._counted_inside(nested, inner, fields):
+            marks = self._covered_marks(inner)
         else:
             outcome = self._call_at_end(fields, live, entry, scope_key)
             if outcome is not None:
@@ -309,14 +314,24 @@ class Lifecycle:
                 self.runtime.fail_run(start, trace_id, mark.verdict)
                 return
 
-    def _counted_inside(self, entry: LiveSpan, fields: SpanFields) -> bool:
-        """Whether an ended tool span's call was counted by another span of it: a tool span
-        nested in it, or one it is nested in that was evaluated after it started."""
-        inner, outer = entry.covered, entry.outer
+    def _inner_of(self, entry: LiveSpan | None, span_id: int) -> LiveSpan | None:
+        """The tool span nested in an ended span, if one was: noted on its entry, or by its
+        span id when the span was not tracked at its start."""
+        noted = self.live.nested.pop(span_id, None) if self.live.nested else None
+        return entry.covered if entry is not None and entry.covered is not None else noted
+
+    def _counted_inside(
+        self, entry: LiveSpan | None, inner: LiveSpan | None, fields: SpanFields
+    ) -> bool:
+        """Whether an ended span's call was counted by another span of it: a tool span nested
+        in it, or the tool span it is nested in, evaluated after it started."""
+        outer = entry.outer if entry is not None else None
         inner_counted = inner is not None and inner.evaluated is not None
         outer_counted = outer is not None and outer.evaluated is not None
         if not inner_counted and not outer_counted:
-            return False  # most tool spans: no other span of their call
+            return False  # most spans: no other span of their call
+        if not conventions.is_tool_span(fields.attributes, fields.name, self._globals):
+            return False
         view = conventions.read_call(fields.attributes, fields.name)
         tool = view.tool if view is not None else None
         if inner is not None and inner.evaluated is not None and inner.same_call(tool):
@@ -324,10 +339,9 @@ class Lifecycle:
         return outer is not None and outer.evaluated is not None and outer.same_call(tool)
 
     @staticmethod
-    def _covered_marks(entry: LiveSpan) -> Sequence[Mark]:
+    def _covered_marks(inner: LiveSpan | None) -> Sequence[Mark]:
         """The attributes of a tool span whose call a nested span counted: its verdict, if
         that was not ok (the event went on the nested span)."""
-        inner = entry.covered
         if inner is None or inner.evaluated is None or inner.verdict is None:
             return ()
         if inner.verdict.level == "ok":

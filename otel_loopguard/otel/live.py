@@ -29,6 +29,7 @@ _LIVE: weakref.WeakSet[LiveSpans] = weakref.WeakSet()
 MAX_LIVE_SPANS = 1 << 16
 _EVICTION_CANDIDATES = 16
 _MAX_ROOTS = 4096
+_MAX_NESTED = 4096
 _MAX_WALK = 64
 """How far up the live map a walk for an enclosing span goes."""
 
@@ -106,6 +107,9 @@ class LiveSpans:
     def __init__(self, limit: int = MAX_LIVE_SPANS) -> None:
         self.entries: dict[int, LiveSpan] = {}
         self.limit = limit
+        self.nested: dict[int, LiveSpan] = {}
+        """Tool spans by the id of their parent when it was not tracked at its start (it may
+        be a tool span named only at its end): bounded, taken when the parent ends."""
         self.roots: dict[int, LiveSpan] = {}
         """The newest open local root of each trace, by trace id (bounded): the span an abort
         marks failed when no agent span is known."""
@@ -149,6 +153,12 @@ class LiveSpans:
         if len(roots) >= _MAX_ROOTS:
             roots.pop(next(iter(roots)), None)
         roots[trace_id] = live
+
+    def note_nested(self, parent_id: int, live: LiveSpan) -> None:
+        nested = self.nested
+        if len(nested) >= _MAX_NESTED:
+            nested.pop(next(iter(nested)), None)
+        nested[parent_id] = live
 
     def root_ended(self, trace_id: int, live: LiveSpan) -> None:
         if self.roots.get(trace_id) is live:
@@ -204,6 +214,7 @@ class LiveSpans:
 
     def clear(self) -> None:
         self.entries.clear()
+        self.nested.clear()
         self.roots.clear()
 
     def __len__(self) -> int:

@@ -18,6 +18,7 @@ from ..engine.store import InMemoryStore
 from ..engine.verdict import Verdict
 from . import conventions, reader
 from .annotations import Annotator
+from .current import current_span
 from .errors import InternalErrors
 from .live import DEFAULT_SCOPE, LiveSpan, LiveSpans, trace_scope
 
@@ -54,7 +55,7 @@ class Runtime:
 
     def current(self) -> tuple[trace.Span, LiveSpan | None]:
         """The current span and its live entry (its own, or the nearest tracked ancestor's)."""
-        span = trace.get_current_span()
+        span = current_span()
         # No validity test first: an invalid span's id is 0, which no entry has.
         return span, self.live.entries.get(span.get_span_context().span_id)
 
