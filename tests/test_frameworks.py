@@ -71,8 +71,11 @@ def smolagents_rig() -> Iterator[Rig]:
     instrumentor.uninstrument()
 
 
-def smolagents_run(r: Rig, agent_class: str, script: list[tuple[str, dict[str, str]]]) -> Any:
-    """Run a stubborn agent that cycles through ``script``; return what happened."""
+def smolagents_run(
+    r: Rig, agent_class: str, script: list[tuple[str, dict[str, str]]], *, stacked: bool = False
+) -> Any:
+    """Run a stubborn agent that cycles through ``script``; return what happened. ``stacked``:
+    ``read_file`` is also a ``@guard.tool`` under smolagents' ``@tool``."""
     from smolagents import CodeAgent, ToolCallingAgent, tool
     from smolagents.models import (
         ChatMessage,
@@ -103,7 +106,6 @@ def smolagents_run(r: Rig, agent_class: str, script: list[tuple[str, dict[str, s
             )
             return ChatMessage(role=MessageRole.ASSISTANT, content="", tool_calls=[call])
 
-    @tool
     def read_file(path: str) -> str:
         """Read a file.
 
@@ -112,6 +114,8 @@ def smolagents_run(r: Rig, agent_class: str, script: list[tuple[str, dict[str, s
         """
         ran["read_file"] += 1
         return "the same contents"
+
+    read_file = tool(r.guard.tool(read_file) if stacked else read_file)
 
     @tool
     def list_dir(path: str) -> str:
@@ -150,6 +154,21 @@ def test_smolagents_repeat_is_stopped_at_the_22nd_call(
     assert [e["loopguard.level"] for e in events(tools[10])] == ["warning"]
     assert [e["loopguard.action"] for e in events(tools[20])] == ["block"]
     assert [e["loopguard.action"] for e in events(tools[21])] == ["abort"]
+    assert_warned_blocked_aborted(r, "generic_repeat")
+
+
+def test_smolagents_with_guard_tool_stacked_under_its_tool_counts_each_call_once(
+    smolagents_rig: Rig,
+) -> None:
+    r = smolagents_rig
+    script = [("read_file", {"path": "a.txt"})]
+    verdict, model_calls, ran = smolagents_run(r, "tool_calling", script, stacked=True)
+    assert verdict is not None
+    assert verdict.aborted
+    assert model_calls == 22
+    assert ran == {"read_file": CRITICAL}
+    # Ours, inside smolagents' span of each call that ran (blocked ones never reach it).
+    assert len(r.spans("execute_tool read_file")) == CRITICAL
     assert_warned_blocked_aborted(r, "generic_repeat")
 
 
