@@ -1,8 +1,8 @@
 """LangChain with OpenInference: its tool spans get their arguments only at span end, so the agent
 loop asks the guard before invoking each tool; the span, when it ends, adopts that verdict.
 A blocked call's message goes to the model instead of the tool's result; an aborted verdict ends
-the loop, so a model that never stops by itself is stopped too.
-A scripted chat model stands in for a real one (no network).
+the loop, so a model that never stops by itself is stopped too (tests/test_instrumentations.py
+runs one). A scripted chat model that gives up on a block stands in for a real one (no network).
 
 Run: python examples/langchain_openinference.py
      (needs: pip install langchain-core openinference-instrumentation-langchain)

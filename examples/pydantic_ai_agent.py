@@ -1,7 +1,8 @@
 """pydantic-ai: its own instrumentation sets tool name and arguments at span start, so the tool
 can read the verdict of its live span with ``guard.check()``. A blocked call returns the message
 to the model; an aborted run raises ``ToolLoopBlocked``, which ends ``run_sync`` even for a model
-that never stops by itself. The model is scripted to loop.
+that never stops by itself. The model here is scripted to loop until it reads a block message;
+tests/test_instrumentations.py runs one that never stops.
 
 Run: python examples/pydantic_ai_agent.py     (needs: pip install pydantic-ai-slim)
 """

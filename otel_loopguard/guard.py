@@ -34,7 +34,7 @@ class LoopGuard:
 
     ``config``: a mapping, a path (str or Path), a model, or ``None`` for the environment
     (``OTEL_LOOPGUARD_CONFIG`` and friends; defaults when unset). Invalid configuration raises
-    :class:`~otel_loopguard.loading.ConfigError` here, never later. Thread- and asyncio-safe.
+    :class:`~otel_loopguard.ConfigError` here, never later. Thread- and asyncio-safe.
     """
 
     def __init__(
