@@ -138,7 +138,7 @@ class LoopGuard:
                 # Not named, or no arguments yet: evaluated when the span ends.
                 return self._abort_flag(scope_key) or OK
             name, args, call_id = span_view.tool, span_view.arguments, span_view.call_id
-        elif scope_key is DEFAULT_SCOPE and not scope:
+        elif not scope and live is None and not context.is_valid:
             self._unscoped(name)
         cfg = self.settings.for_agent(agent)
         if not cfg.active:
