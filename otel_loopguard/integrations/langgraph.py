@@ -2,9 +2,9 @@
 
 OpenInference's LangChain instrumentation sets a tool span's arguments only at its end and never
 makes its spans current, so neither the tool nor ``guard.check()`` inside it sees the call in
-time. A ``wrap_tool_call`` hook does: it asks the guard by name, arguments and call id with the
-graph's ``tools`` span made current (the run's trace is the scope, and the span carries the
-block's annotation), answers a blocked call with the block message as its ``ToolMessage``, and
+time. A ``wrap_tool_call`` hook does: it asks the guard by name, arguments and call id inside the
+graph's ``tools`` span (the run's trace is the scope, and the span carries the block's
+annotation), answers a blocked call with the block message as its ``ToolMessage``, and
 on an abort raises ``ToolLoopBlocked`` (or ``CompactionLoopPersisted``) out of
 ``graph.invoke``. Raising is how the run ends: ``create_react_agent`` always routes ``tools``
 back to the model, and LangGraph's default tool error handling lets the exception through::
@@ -21,8 +21,7 @@ not end the run: keep the default, or name exception types that exclude ``LoopGu
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from langchain_core.messages import ToolMessage
@@ -30,7 +29,6 @@ from langchain_core.tools import BaseTool
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
-from opentelemetry import context, trace
 
 from ..engine.verdict import Verdict, exception_for
 from ..guard import LoopGuard
@@ -85,8 +83,9 @@ def async_tool_call_wrapper(
 
 def _verdict(guard: LoopGuard, request: ToolCallRequest) -> Verdict:
     call = request.tool_call
-    with _in_run_trace():
-        return guard.check(call["name"], call["args"], call_id=call.get("id") or None)
+    # Inside the graph's ``tools`` node span, which the guard takes as current (OpenInference
+    # never makes it so): the run's trace is the scope, and the span carries a block's event.
+    return guard.check(call["name"], call["args"], call_id=call.get("id") or None)
 
 
 def _blocked(request: ToolCallRequest, verdict: Verdict) -> ToolMessage:
@@ -109,27 +108,3 @@ def _with_warning(result: Result, verdict: Verdict, warn: bool) -> Result:
     ):
         return result.model_copy(update={"content": f"{result.content}\n\n{verdict.message}"})
     return result
-
-
-@contextmanager
-def _in_run_trace() -> Iterator[None]:
-    """The span OpenInference opened for the current LangChain run (the graph's ``tools``
-    node), made current: the guard scopes calls by trace. Without that instrumentation nothing
-    changes (give the check a current span or a ``scope`` some other way)."""
-    span = _openinference_span()
-    if span is None:
-        yield
-        return
-    token = context.attach(trace.set_span_in_context(span))
-    try:
-        yield
-    finally:
-        context.detach(token)
-
-
-def _openinference_span() -> trace.Span | None:
-    try:
-        from openinference.instrumentation.langchain import get_current_span
-    except ImportError:
-        return None
-    return get_current_span()
