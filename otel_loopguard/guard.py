@@ -156,16 +156,14 @@ class LoopGuard:
         mark = mark_of(decision, name)
         if mark is None:
             return decision.verdict
-        annotator = runtime.annotator
-        if in_span and current.is_recording():
-            annotator.on_live_span(current, mark)
-        elif mark.signal and decision.verdict.blocked and current.is_recording():
-            # An ask that blocks: the call is not to run, so no span of it may come. The
-            # evidence goes on the span the agent asked from (its run's, usually).
-            annotator.on_live_span(current, mark)
+        # The call's own span; or, for an ask that blocks (the call is not to run, so no span
+        # of it may come), the span the agent asked from: its run's, usually.
+        here = in_span or (mark.signal and decision.verdict.blocked)
+        if here and current.is_recording():
+            runtime.annotator.on_live_span(current, mark)
         elif mark.signal:
             # No span yet: log and count now; the event goes on the span that adopts the call.
-            annotator.signal(mark, context)
+            runtime.annotator.signal(mark, context)
         if mark.signal and decision.verdict.aborted:
             runtime.fail_run(live, context.trace_id, decision.verdict)
         return decision.verdict
