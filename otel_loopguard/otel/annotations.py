@@ -66,6 +66,11 @@ def event_attributes(mark: Mark) -> dict[str, AttributeValue]:
     return attributes
 
 
+def error_type(verdict: Verdict) -> str:
+    """The ``error.type`` of a span an abort failed: the detector that decided it."""
+    return verdict.detector or "loop_detected"
+
+
 def span_attributes(mark: Mark, existing: Mapping[str, Any] | None) -> dict[str, AttributeValue]:
     """The tool span's own attributes for a detection; ``loopguard.count`` keeps the highest."""
     verdict = mark.verdict
@@ -81,7 +86,7 @@ def span_attributes(mark: Mark, existing: Mapping[str, Any] | None) -> dict[str,
     if verdict.blocked:
         attributes["loopguard.blocked"] = True
     if verdict.aborted:
-        attributes["error.type"] = verdict.detector or "loop_detected"
+        attributes["error.type"] = error_type(verdict)
     if mark.intended is not None:
         attributes["loopguard.observe_only"] = True
         attributes["loopguard.intended_action"] = mark.intended.action
@@ -131,7 +136,7 @@ class Annotator:
     def fail_run(span: Span, verdict: Verdict) -> None:
         """Mark a run's agent or root span failed by an abort: a trace list shows the run
         failed even when an instrumentation later resets the tool span's status."""
-        span.set_attribute("error.type", verdict.detector or "loop_detected")
+        span.set_attribute("error.type", error_type(verdict))
         span.set_status(Status(StatusCode.ERROR, verdict.message))
 
     def _series_name(self, tool: str) -> str:
@@ -195,7 +200,7 @@ def enriched_copy(
         if mark.verdict.aborted:
             status = Status(StatusCode.ERROR, mark.verdict.message)
     if failed is not None:
-        attributes["error.type"] = failed.detector or "loop_detected"
+        attributes["error.type"] = error_type(failed)
         status = Status(StatusCode.ERROR, failed.message)
     return ReadableSpan(
         name=span.name,

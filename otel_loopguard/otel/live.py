@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import os
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from itertools import islice
+from itertools import chain, islice
 
 from opentelemetry.trace import Span
 
@@ -149,51 +149,39 @@ class LiveSpans:
         self.entries.pop(victim, None)
 
     def add_root(self, trace_id: int, live: LiveSpan) -> None:
-        roots = self.roots
-        if len(roots) >= _MAX_ROOTS:
-            roots.pop(next(iter(roots)), None)
-        roots[trace_id] = live
+        _put_bounded(self.roots, trace_id, live, _MAX_ROOTS)
 
     def note_nested(self, parent_id: int, live: LiveSpan) -> None:
-        nested = self.nested
-        if len(nested) >= _MAX_NESTED:
-            nested.pop(next(iter(nested)), None)
-        nested[parent_id] = live
+        _put_bounded(self.nested, parent_id, live, _MAX_NESTED)
 
     def root_ended(self, trace_id: int, live: LiveSpan) -> None:
         if self.roots.get(trace_id) is live:
             del self.roots[trace_id]
 
-    def enclosing_tool(self, entry: LiveSpan | None) -> LiveSpan | None:
-        """The nearest tool span at or above ``entry`` (a span's parent entry) in the process."""
+    def _up_to_root(self, entry: LiveSpan | None) -> Iterator[LiveSpan]:
+        """``entry`` and the tracked spans above it, up to its local root (bounded)."""
         for _ in range(_MAX_WALK):
             if entry is None:
-                return None
-            if entry.tool_span:
-                return entry
+                return
+            yield entry
             if entry.local_root or entry.parent_id is None:
-                return None
+                return
             entry = self.entries.get(entry.parent_id)
-        return None
+
+    def enclosing_tool(self, entry: LiveSpan | None) -> LiveSpan | None:
+        """The nearest tool span at or above ``entry`` (a span's parent entry) in the process."""
+        return next((e for e in self._up_to_root(entry) if e.tool_span), None)
 
     def run_of(self, entry: LiveSpan | None, trace_id: int) -> tuple[LiveSpan, Span] | None:
         """The run a span belongs to, with its live span: the nearest agent span at or above
         ``entry``, else the trace's local root here, while still recording."""
-        for _ in range(_MAX_WALK):
-            if entry is None:
-                break
-            if entry.agent_span or entry.local_root:
-                span = entry.span()
-                if span is not None and span.is_recording():
-                    return entry, span
-            if entry.local_root or entry.parent_id is None:
-                break
-            entry = self.entries.get(entry.parent_id)
         root = self.roots.get(trace_id)
-        span = root.span() if root is not None else None
-        if root is None or span is None or not span.is_recording():
-            return None
-        return root, span
+        runs = (e for e in self._up_to_root(entry) if e.agent_span or e.local_root)
+        for run in chain(runs, () if root is None else (root,)):
+            span = run.span()
+            if span is not None and span.is_recording():
+                return run, span
+        return None
 
     def get(self, span_id: int | None) -> LiveSpan | None:
         """The span's entry or its nearest tracked ancestor's."""
@@ -219,6 +207,13 @@ class LiveSpans:
 
     def __len__(self) -> int:
         return len(self.entries)
+
+
+def _put_bounded(entries: dict[int, LiveSpan], key: int, live: LiveSpan, limit: int) -> None:
+    """Insert, first dropping the oldest entry when ``limit`` are held."""
+    if len(entries) >= limit:
+        entries.pop(next(iter(entries)), None)
+    entries[key] = live
 
 
 def _clear_in_child() -> None:
