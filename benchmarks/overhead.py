@@ -345,7 +345,7 @@ class DigestsOnly(SpanProcessor):
         entry = self.calls.pop(raw._context.span_id, None)
         if entry is not None:
             result = raw._attributes._dict.get("gen_ai.tool.call.result")
-            entry[1] = digest_outcome(False, result, None, self._cfg)
+            entry[1] = digest_outcome(entry[0], result, None, self._cfg)
         self._downstream.on_end(span)
 
     def shutdown(self) -> None:

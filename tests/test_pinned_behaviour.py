@@ -288,4 +288,4 @@ def test_the_prefilter_counts_never_change_a_verdict(
             state.history, proposed, cfg
         )
         state.for_span(index, proposed, cfg, None, None)
-        state.end_span(index, digest_outcome(proposed.is_poll, result, error, cfg), cfg)
+        state.end_span(index, digest_outcome(proposed, result, error, cfg), cfg)

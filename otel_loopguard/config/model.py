@@ -30,6 +30,7 @@ __all__ = [
     "LoopDetectionConfig",
     "LoopGuardConfig",
     "MetricsConfig",
+    "OpenClawAgent",
     "PollToolRule",
     "PostCompactionGuardConfig",
     "StoreConfig",
@@ -62,6 +63,7 @@ class DetectorToggles(_Block):
     generic_repeat: StrictBool | None = None
     known_poll_no_progress: StrictBool | None = None
     ping_pong: StrictBool | None = None
+    argument_churn: StrictBool | None = None
 
 
 class PostCompactionGuardConfig(_Block):
@@ -143,6 +145,9 @@ class LoopDetectionConfig(_Block):
     post_compaction_guard: PostCompactionGuardConfig | None = None
 
     # Beyond the seed's block: our own additions.
+    profile: Literal["loopguard", "openclaw"] | None = None
+    """``loopguard`` (default): OpenClaw's detectors with our improvements; ``openclaw``: every
+    verdict as OpenClaw 2026.9.6 gives it (README, 'Profiles')."""
     observe_only: StrictBool | None = None
     """Annotate and warn, never block or abort: for a safe roll-out."""
     known_poll_tools: list[PollToolRule] | None = None
@@ -206,17 +211,54 @@ class _Tools(_Block):
     loop_detection: LoopDetectionConfig | None = None
 
 
+class _OpenClawAgentTools(_Block):
+    """An agent's ``tools`` in OpenClaw's map: its other keys are OpenClaw's, and ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+    loop_detection: LoopDetectionConfig | None = None
+
+
+class OpenClawAgent(_Block):
+    """One value of OpenClaw's ``agents.entries`` map (``{"<id>": {"tools": {...}}}``).
+
+    Keys other than ``tools`` (``default``, ``model``, ``workspace``, ...) are OpenClaw's own
+    settings of the agent and are ignored; its ``loopDetection`` block is checked like any.
+    """
+
+    model_config = ConfigDict(extra="ignore")
+    tools: _OpenClawAgentTools | None = None
+
+
 class _Agents(_Block):
-    entries: list[AgentEntry] = Field(default_factory=list, alias="list")
+    listed: list[AgentEntry] = Field(default_factory=list, alias="list")
+    entries: dict[Name, OpenClawAgent] | None = None
+    """OpenClaw's current shape: a map from agent id to the agent's settings."""
 
     @model_validator(mode="after")
     def _unique_ids(self) -> _Agents:
         seen: set[str] = set()
-        for entry in self.entries:
+        for entry in self.all_entries:
             if entry.id in seen:
-                raise ValueError(f"agent id {entry.id!r} is listed twice")
+                raise ValueError(
+                    f"agent id {entry.id!r} is given twice (in agents.list and agents.entries, "
+                    "or twice in agents.list)"
+                )
             seen.add(entry.id)
         return self
+
+    @property
+    def all_entries(self) -> list[AgentEntry]:
+        """``agents.list[]`` entries, then ``agents.entries`` ones in the seed's shape."""
+        mapped = [
+            AgentEntry(
+                id=agent_id,
+                tools=_AgentTools(loop_detection=agent.tools.loop_detection)
+                if agent.tools is not None
+                else None,
+            )
+            for agent_id, agent in (self.entries or {}).items()
+        ]
+        return [*self.listed, *mapped]
 
 
 class LoopGuardConfig(_Block):
@@ -232,7 +274,7 @@ class LoopGuardConfig(_Block):
 
     @property
     def agent_entries(self) -> list[AgentEntry]:
-        return list(self.agents.entries) if self.agents else []
+        return self.agents.all_entries if self.agents else []
 
     @classmethod
     def from_block(cls, block: LoopDetectionConfig) -> LoopGuardConfig:
@@ -248,6 +290,8 @@ def known_keys() -> dict[str, Any]:
         _Tools,
         _Agents,
         AgentEntry,
+        OpenClawAgent,
+        _OpenClawAgentTools,
         _AgentTools,
         LoopDetectionConfig,
         DetectorToggles,

@@ -90,6 +90,7 @@ class ResolvedConfig:
     generic_repeat: bool = True
     known_poll_no_progress: bool = True
     ping_pong: bool = True
+    argument_churn: bool = True
     compaction_window_size: int = 3
     observe_only: bool = False
     poll_rules: tuple[PollRule, ...] = DEFAULT_POLL_RULES
@@ -99,7 +100,11 @@ class ResolvedConfig:
     abort_after_criticals: int = 2
     """Escalation: the n-th critical verdict in a scope aborts the run (0: never)."""
     warnings_to_model: bool = True
+    profile: str = "loopguard"
+    """``loopguard`` or ``openclaw`` (every verdict as OpenClaw 2026.9.6 gives it)."""
 
+    openclaw: bool = field(init=False)
+    """``profile == "openclaw"``, read on every call."""
     rolling_enabled: bool = field(init=False)
     """The rolling-history detectors run only when ``enabled`` is ``true`` (unset: off)."""
     active: bool = field(init=False)
@@ -109,6 +114,7 @@ class ResolvedConfig:
 
     def __post_init__(self) -> None:
         # Read on every call: plain fields, not properties.
+        object.__setattr__(self, "openclaw", self.profile == "openclaw")
         object.__setattr__(self, "rolling_enabled", self.enabled is True)
         object.__setattr__(self, "active", self.enabled is not False)
         object.__setattr__(self, "poll_tools", frozenset(rule.tool for rule in self.poll_rules))
@@ -224,8 +230,16 @@ def _merge(base: LoopDetectionConfig, over: LoopDetectionConfig) -> LoopDetectio
     return LoopDetectionConfig.model_validate(merged)
 
 
+OPENCLAW_DEFAULTS = ResolvedConfig(
+    enabled=None, profile="openclaw", volatile_keys=frozenset(), breaker_aborts=False
+)
+"""``profile: openclaw``'s defaults: no volatile keys of ours, a breaker that blocks one call.
+The thresholds are OpenClaw's too (it keeps them fixed; given ones are honoured)."""
+
+
 def _normalise(block: LoopDetectionConfig, label: str) -> ResolvedConfig:
-    defaults = ResolvedConfig(enabled=None)
+    profile = block.profile or "loopguard"
+    defaults = OPENCLAW_DEFAULTS if profile == "openclaw" else ResolvedConfig(enabled=None)
     warning = block.warning_threshold or defaults.warning_threshold
     critical = block.critical_threshold or defaults.critical_threshold
     breaker = block.global_circuit_breaker_threshold or defaults.global_circuit_breaker_threshold
@@ -258,9 +272,7 @@ def _normalise(block: LoopDetectionConfig, label: str) -> ResolvedConfig:
         )
     toggles = block.detectors or DetectorToggles()
     volatile = (
-        frozenset(DEFAULT_VOLATILE_KEYS)
-        if block.volatile_keys is None
-        else frozenset(block.volatile_keys)
+        defaults.volatile_keys if block.volatile_keys is None else frozenset(block.volatile_keys)
     ) | {WARNING_KEY}
     guard = block.post_compaction_guard
     return ResolvedConfig(
@@ -275,6 +287,7 @@ def _normalise(block: LoopDetectionConfig, label: str) -> ResolvedConfig:
             toggles.known_poll_no_progress, defaults.known_poll_no_progress
         ),
         ping_pong=_pick(toggles.ping_pong, defaults.ping_pong),
+        argument_churn=_pick(toggles.argument_churn, defaults.argument_churn),
         compaction_window_size=(guard and guard.window_size) or defaults.compaction_window_size,
         observe_only=_pick(block.observe_only, defaults.observe_only),
         poll_rules=(
@@ -297,6 +310,7 @@ def _normalise(block: LoopDetectionConfig, label: str) -> ResolvedConfig:
             else block.abort_after_criticals
         ),
         warnings_to_model=_pick(block.warnings_to_model, defaults.warnings_to_model),
+        profile=profile,
     )
 
 

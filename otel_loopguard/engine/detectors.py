@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
+from typing import NamedTuple
 
 from ..config.settings import ResolvedConfig
 from .messages import message
@@ -16,10 +17,14 @@ from .records import CallRecord, ProposedCall
 from .verdict import Action, Level, Verdict
 
 __all__ = [
+    "MIN_STABLE_CALLS_PER_VARIANT",
     "Finding",
+    "Streak",
+    "argument_churn",
     "evaluate",
     "ping_pong_tail",
     "streak_and_count",
+    "terminal_failure_streak",
     "unknown_tool_tail",
 ]
 
@@ -38,30 +43,116 @@ def window(history: Sequence[CallRecord], size: int) -> list[CallRecord]:
     return list(islice(history, start, None))
 
 
-def streak_and_count(records: Sequence[CallRecord], args_fp: int) -> tuple[int, int]:
-    """(noProgressStreak, recentCount) of the call ``args_fp``, in one walk back.
+MIN_STABLE_CALLS_PER_VARIANT = 3
+"""Argument churn: each argument variant has been called at least this many times."""
+
+
+class Streak(NamedTuple):
+    """A call's no-progress streak, how often the window holds the call, its newest result."""
+
+    streak: int
+    calls: int
+    latest: int | None
+
+
+def streak_and_count(records: Sequence[CallRecord], args_fp: int, *, vetoes: bool) -> Streak:
+    """(noProgressStreak, recentCount, newest result) of the call ``args_fp``, in one walk back.
 
     The streak counts the newest same-call records whose result matches the newest one's;
     records of other calls are skipped and do not break it, records without a result are
-    ignored. The recent count is every same-call record in the window.
+    ignored. With ``vetoes``, a blocked call counts once an older matching outcome is found
+    (or, with no outcome at all, by itself). The count is every same-call record in the window.
     """
     newest: int | None = None
     streak = 0
     count = 0
+    pending = 0
     counting = True
     for record in reversed(records):
         if record.args_fp != args_fp:
             continue
         count += 1
-        if not counting or record.result_fp is None:
+        if not counting:
+            continue
+        if record.outcome == "veto":
+            pending += vetoes
+            continue
+        if record.result_fp is None:
             continue
         if newest is None:
             newest = record.result_fp
         elif record.result_fp != newest:
             counting = False
             continue
-        streak += 1
-    return streak, count
+        streak += pending + 1
+        pending = 0
+    return Streak(streak if newest is not None else pending, count, newest)
+
+
+def terminal_failure_streak(
+    records: Sequence[CallRecord], tool: str, args_fp: int, *, vetoes: bool
+) -> int:
+    """The newest run of ``tool`` calls that failed the same terminal way (OpenClaw's ``exec``
+    rule): the same failure identity across retries of one command, or across other commands;
+    a command that comes back after others ends it, as does any other outcome or tool.
+    """
+    latest: CallRecord | None = None
+    streak = 0
+    pending = 0
+    crossed = False
+    for record in reversed(records):
+        if record.tool != tool:
+            break
+        if record.outcome == "veto":
+            pending += vetoes
+            continue
+        if record.result_fp is None:
+            continue
+        if record.failure_fp is None:
+            break
+        if latest is None:
+            latest = record
+            crossed = record.args_fp != args_fp
+        else:
+            if crossed and record.args_fp == args_fp:
+                break
+            crossed = crossed or record.args_fp != args_fp
+            if record.result_fp != latest.result_fp and record.failure_fp != latest.failure_fp:
+                break
+        streak += pending + 1
+        pending = 0
+    return streak if latest is not None else 0
+
+
+def argument_churn(records: Sequence[CallRecord], tool: str, args_fp: int) -> tuple[int, int]:
+    """(calls, variants) of the newest run of ``tool`` calls cycling through a few argument
+    variants, each called at least ``MIN_STABLE_CALLS_PER_VARIANT`` times with one stable
+    outcome, all the same no-progress outcome (an error, an unchanged write); (0, 0) if none,
+    or if the proposed call is not one of the variants."""
+    outcomes: dict[int, tuple[int, int]] = {}
+    for record in reversed(records):
+        if record.tool != tool:
+            break
+        if record.outcome == "veto" or record.result_fp is None:
+            continue
+        if not record.no_progress:
+            break
+        previous = outcomes.get(record.args_fp)
+        if previous is not None and previous[0] != record.result_fp:
+            break
+        outcomes[record.args_fp] = (record.result_fp, (previous[1] if previous else 0) + 1)
+    stable = [o for o in outcomes.values() if o[1] >= MIN_STABLE_CALLS_PER_VARIANT]
+    total = sum(n for _, n in outcomes.values())
+    current = outcomes.get(args_fp)
+    if (
+        len(stable) > 1
+        and sum(n for _, n in stable) == total
+        and len({result for result, _ in stable}) == 1
+        and current is not None
+        and current[1] >= MIN_STABLE_CALLS_PER_VARIANT
+    ):
+        return total, len(stable)
+    return 0, 0
 
 
 def unknown_tool_tail(records: Sequence[CallRecord], tool: str) -> tuple[int, str | None]:
@@ -122,7 +213,7 @@ def _verdict(
         action=action,
         detector=detector,
         count=count,
-        message=message(detector, level, tool, count, paired),
+        message=message(detector, level, tool, count, paired, stops_run=action == "abort"),
         paired_tool=paired,
         tool_name=tool,
     )
@@ -148,10 +239,16 @@ def _may_fire(
         and history[-1].args_fp != fp
     ):
         return True
-    # An unknown-tool tail ends with this tool's newest completed call.
+    # An unknown-tool tail, a terminal-failure run and argument churn all end with this tool's
+    # newest completed call; churn also needs the call a few times.
     for record in reversed(history):
         if record.outcome != "pending":
-            return record.tool == call.tool and record.unknown_tool is not None
+            return record.tool == call.tool and (
+                record.unknown_tool is not None
+                or record.failure_fp is not None
+                or record.outcome == "veto"
+                or (record.no_progress and counts.get(fp, 0) >= MIN_STABLE_CALLS_PER_VARIANT)
+            )
     return False
 
 
@@ -178,7 +275,12 @@ def evaluate(
         verdict = _verdict("unknown_tool_repeat", "critical", "block", tool, unknown)
         return Finding(verdict, ("unknown", tool, name))
 
-    streak, recent = streak_and_count(records, fp)
+    found = streak_and_count(records, fp, vetoes=cfg.veto_continues_streak)
+    streak, recent = found.streak, found.calls
+    if tool == "exec":
+        streak = max(
+            streak, terminal_failure_streak(records, tool, fp, vetoes=cfg.veto_continues_streak)
+        )
     if streak >= cfg.global_circuit_breaker_threshold:
         action: Action = "abort" if cfg.breaker_aborts else "block"
         return Finding(
@@ -186,16 +288,19 @@ def evaluate(
         )
 
     if call.is_poll and cfg.known_poll_no_progress:
+        # OpenClaw keys a poll warning by the newest result too: a new result warns anew.
+        key = ("poll", fp, found.latest) if cfg.openclaw else ("poll", fp)
         if streak >= cfg.critical_threshold:
             verdict = _verdict("known_poll_no_progress", "critical", "block", tool, streak)
-            return Finding(verdict, ("poll", fp))
+            return Finding(verdict, key)
         if streak >= cfg.warning_threshold:
             verdict = _verdict("known_poll_no_progress", "warning", "warn", tool, streak)
-            return Finding(verdict, ("poll", fp))
+            return Finding(verdict, key)
 
     if cfg.ping_pong:
         tail, last, stable = ping_pong_tail(records, fp)
-        count = min(tail + 1, cfg.history_size)
+        # Ours caps the count at the window (a tail cannot be longer); OpenClaw's does not.
+        count = tail + 1 if cfg.openclaw else min(tail + 1, cfg.history_size)
         if last is not None and count >= cfg.warning_threshold:
             pair = (min(fp, last.args_fp), max(fp, last.args_fp))
             if count >= cfg.critical_threshold and stable:
@@ -204,11 +309,16 @@ def evaluate(
                 verdict = _verdict("ping_pong", "warning", "warn", tool, count, last.tool)
             return Finding(verdict, ("ping_pong", *pair))
 
-    if not call.is_poll and cfg.generic_repeat:
-        if streak >= cfg.critical_threshold:
-            verdict = _verdict("generic_repeat", "critical", "block", tool, streak)
-            return Finding(verdict, ("generic", fp))
-        if recent >= cfg.warning_threshold:
-            verdict = _verdict("generic_repeat", "warning", "warn", tool, recent)
-            return Finding(verdict, ("generic", fp))
+    generic = not call.is_poll and cfg.generic_repeat
+    if generic and streak >= cfg.critical_threshold:
+        verdict = _verdict("generic_repeat", "critical", "block", tool, streak)
+        return Finding(verdict, ("generic", fp))
+    if cfg.argument_churn:
+        churn, _ = argument_churn(records, tool, fp)
+        if churn >= cfg.warning_threshold:
+            verdict = _verdict("argument_churn", "warning", "warn", tool, churn)
+            return Finding(verdict, ("argument_churn", tool))
+    if generic and recent >= cfg.warning_threshold:
+        verdict = _verdict("generic_repeat", "warning", "warn", tool, recent)
+        return Finding(verdict, ("generic", fp))
     return None

@@ -5,8 +5,9 @@ from __future__ import annotations
 import sys
 from typing import NamedTuple
 
-from ..config.settings import ResolvedConfig
+from ..config.settings import WARNING_KEY, ResolvedConfig
 from . import fingerprint as fp
+from . import structured
 from .messages import strip_messages
 from .names import unknown_tool_name
 from .records import Outcome, ProposedCall
@@ -21,32 +22,84 @@ class OutcomeDigest(NamedTuple):
     result_fp: int | None
     unknown_tool: str | None
     outcome: Outcome
+    no_progress: bool = False
+    failure_fp: int | None = None
 
 
 _EMPTY = OutcomeDigest(result_fp=None, unknown_tool=None, outcome="empty")
+_VETO = OutcomeDigest(result_fp=None, unknown_tool=None, outcome="veto")
 
 
 def digest_call(tool: str, args: object, cfg: ResolvedConfig) -> ProposedCall:
-    """The proposed call: tool, argument key, and whether the tool is polling."""
+    """The proposed call: tool, argument key, whether the tool is polling, and what its
+    outcome is read as."""
     key, value = fp.call_key(tool, args)
-    return ProposedCall(tool=sys.intern(tool), args_fp=key, is_poll=cfg.is_poll(tool, value))
+    return ProposedCall(
+        tool=sys.intern(tool),
+        args_fp=key,
+        is_poll=cfg.is_poll(tool, value),
+        value_fp=fp.value_key(tool, value),
+        kind=structured.call_kind(tool, value),
+    )
 
 
 def digest_outcome(
-    is_poll: bool, result: object, error: str | None, cfg: ResolvedConfig
+    call: ProposedCall, result: object, error: str | None, cfg: ResolvedConfig
 ) -> OutcomeDigest:
-    """The outcome: an error digest, a result digest (volatile keys dropped), or none at all."""
+    """The outcome: an error digest, a result digest (volatile keys dropped), or none at all.
+
+    An error is no progress by itself. OpenClaw's result object is read as OpenClaw reads it
+    (``structured.py``); under ``profile: openclaw`` every JSON object result is.
+    """
     if error is not None:
         return OutcomeDigest(
-            result_fp=fp.error_key(error), unknown_tool=unknown_tool_name(error), outcome="error"
+            result_fp=fp.error_key(error),
+            unknown_tool=unknown_tool_name(error, openclaw=cfg.openclaw),
+            outcome="error",
+            no_progress=True,
         )
     if result is None:
         return _EMPTY
     if isinstance(result, str):
         result = strip_messages(result)
+        if _may_be_structured(result, cfg.openclaw):
+            parsed = fp.normalise(result).value
+            if type(parsed) is dict:
+                result = parsed
+    if type(result) is dict:
+        if WARNING_KEY in result:
+            result = {k: v for k, v in result.items() if k != WARNING_KEY}
+        if structured.is_structured(result, any_object=cfg.openclaw):
+            return _read_structured(call, result, cfg)
     volatile = cfg.volatile_keys
-    key = fp.result_key(result, volatile, exec_style=is_poll, text=fp.result_text(volatile))
+    key = fp.result_key(result, volatile, exec_style=call.is_poll, text=fp.result_text(volatile))
     return OutcomeDigest(result_fp=key, unknown_tool=None, outcome="ok")
+
+
+def _may_be_structured(text: str, any_object: bool) -> bool:
+    """A cheap test before parsing a result text: OpenClaw's result object, or any JSON object
+    under ``profile: openclaw``."""
+    if text[:1] != "{" and text.lstrip()[:1] != "{":
+        return False
+    return any_object or '"content"' in text or '"details"' in text
+
+
+def _read_structured(
+    call: ProposedCall, result: dict[str, object], cfg: ResolvedConfig
+) -> OutcomeDigest:
+    reading = structured.read(call.kind, result)
+    if reading.veto:
+        return _VETO
+    volatile = cfg.volatile_keys
+    return OutcomeDigest(
+        result_fp=fp.value_result_key(reading.value, volatile),
+        unknown_tool=None,
+        outcome="ok",
+        no_progress=reading.no_progress,
+        failure_fp=(
+            None if reading.failure is None else fp.value_result_key(reading.failure, volatile)
+        ),
+    )
 
 
 class Digester:

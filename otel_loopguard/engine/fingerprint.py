@@ -32,6 +32,8 @@ __all__ = [
     "normalise",
     "result_key",
     "result_text",
+    "value_key",
+    "value_result_key",
 ]
 
 _JSON_START = frozenset('{["-0123456789tfn')
@@ -128,7 +130,7 @@ _LOADS = json.JSONDecoder().decode
 _BINARY = (bytes, bytearray, memoryview)
 
 
-_ENVELOPE_KEYS = frozenset({"data", "args", "kwargs", "input_str", "inputs"})
+_ENVELOPE_KEYS = frozenset({"data", "args", "input_str"})
 """A dict with none of these keys is no envelope (see _unwrap): most arguments and results."""
 _MESSAGE_KEYS = frozenset({"type", "data"})
 _CALL_KEYS = frozenset({"args", "kwargs", "sanitize_inputs_outputs"})
@@ -136,22 +138,19 @@ _CALL_KEYS = frozenset({"args", "kwargs", "sanitize_inputs_outputs"})
 
 
 def _unwrap(value: object, depth: int) -> object:
-    """Reduce known envelopes to the call's own arguments or result.
+    """Reduce known envelopes, recognised by their whole shape, to the call's own arguments or
+    result; an argument object that merely has a key such an envelope uses is left as it is.
 
-    smolagents' ``{"args": [], "sanitize_inputs_outputs": true, "kwargs": {...}}`` and
-    LangChain/Traceloop's ``{"input_str", "inputs", "kwargs"}`` become the arguments; a
-    serialised LangChain
-    ``ToolMessage`` becomes its content. A single scalar argument ``{"path": "a.txt"}`` becomes
-    ``"a.txt"``: instrumentations differ in whether they record a one-argument call by name or
-    by value. ``depth`` envelopes are already open: past ``MAX_DEPTH``, the rest stays closed.
+    - smolagents' ``{"args": [], "kwargs": {...}}`` (with or without
+      ``"sanitize_inputs_outputs"``): the keyword arguments, when there are no positional ones;
+    - LangChain/Traceloop's ``{"input_str": ..., "inputs"/"tags"/"metadata"/"kwargs"/...}``:
+      its ``inputs``, else its ``input_str`` parsed;
+    - a serialised LangChain ``ToolMessage`` ``{"type": ..., "data": {"tool_call_id": ...}}``:
+      its content.
+
+    ``depth`` envelopes are already open: past ``MAX_DEPTH``, the rest stays closed.
     """
-    if type(value) is not dict or depth > MAX_DEPTH:
-        return value
-    if len(value) == 1:
-        (only,) = value.values()
-        if isinstance(only, str | int | float | bool):
-            return only
-    if _ENVELOPE_KEYS.isdisjoint(value):
+    if type(value) is not dict or depth > MAX_DEPTH or _ENVELOPE_KEYS.isdisjoint(value):
         return value
     keys = value.keys()
     data = value.get("data")
@@ -160,15 +159,35 @@ def _unwrap(value: object, depth: int) -> object:
         if data.get("status") == "error":
             return {"error": content}
         return _unwrap(_parse(content).value, depth + 1)
-    if keys <= _CALL_KEYS and isinstance(value.get("kwargs"), dict) and not value.get("args"):
-        return _unwrap(value["kwargs"], depth + 1)
-    if ("input_str" in keys or "inputs" in keys) and keys <= _LANGCHAIN_KEYS:
+    kwargs = value.get("kwargs")
+    positional = value.get("args")
+    if (
+        keys <= _CALL_KEYS
+        and "args" in keys
+        and isinstance(kwargs, dict)
+        and (positional is None or (type(positional) in (list, tuple) and not positional))
+    ):
+        return _unwrap(kwargs, depth + 1)
+    if "input_str" in keys and keys <= _LANGCHAIN_KEYS:
         inputs = value.get("inputs")
         if isinstance(inputs, dict) and inputs:
             return _unwrap(inputs, depth + 1)
-        if "input_str" in value:
-            return _unwrap(_parse(value["input_str"]).value, depth + 1)
+        return _unwrap(_parse(value["input_str"]).value, depth + 1)
     return value
+
+
+def value_key(tool: str, args: object) -> int | None:
+    """The key of a call's one argument value alone, for a bare value or a one-key object of a
+    scalar (``{"path": "a.txt"}`` and ``"a.txt"`` both): ``None`` for any other arguments.
+
+    Only asks and spans are matched by it: one instrumentation records such a call by name,
+    another by value. The call's identity (``args_key``) keeps its keys.
+    """
+    if type(args) is dict and len(args) == 1:
+        (args,) = args.values()
+    if isinstance(args, str | int | float | bool):
+        return args_key(tool, Normal(args))
+    return None
 
 
 def _canonical(normal: Normal, drop: frozenset[str], text: ResultText | None) -> bytes:
@@ -297,6 +316,12 @@ def result_key(
             return _bits(digest)
     normal = _exec_view(normalise(result), exec_style)
     return _key(_canonical(normal, volatile_keys, text), RESULT)
+
+
+def value_result_key(value: object, drop: frozenset[str]) -> int:
+    """A digest of a value read from a result (not a result as recorded): ``drop`` keys
+    removed at any depth, in the result domain."""
+    return _key(_canonical(Normal(value), drop, None), RESULT)
 
 
 def error_key(message: str) -> int:

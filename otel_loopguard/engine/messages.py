@@ -59,8 +59,22 @@ def _first_start(text: str, low: int, high: int) -> int:
     return min(found, default=-1)
 
 
-def message(detector: str, level: str, tool: str, count: int, paired: str | None = None) -> str:
-    """The message for a verdict of ``detector`` at ``level`` about ``tool``."""
+def message(
+    detector: str,
+    level: str,
+    tool: str,
+    count: int,
+    paired: str | None = None,
+    *,
+    stops_run: bool = True,
+) -> str:
+    """The message for a verdict of ``detector`` at ``level`` about ``tool``; ``stops_run``
+    false: the global circuit breaker blocks this call only (``breakerAborts: false``)."""
+    if detector == "global_circuit_breaker" and not stops_run:
+        return (
+            f"CRITICAL: global circuit breaker: {tool} made no progress for {count} identical "
+            f"calls; this call is blocked. Report the task as failed. {TAG}"
+        )
     return f"{_text(detector, level, tool, count, paired)} {TAG}"
 
 
@@ -82,6 +96,8 @@ def _facts(detector: str, tool: str, count: int, paired: str | None) -> str:
         return f"alternating between {tool} and {paired or tool} {count} times with no progress"
     if detector == "unknown_tool_repeat":
         return f"the tool {tool} is not available and has been tried {count} times"
+    if detector == "argument_churn":
+        return f"{tool} cycled through argument variants with one no-progress outcome {count} times"
     return f"{detector}: {tool} x{count}"
 
 
@@ -119,6 +135,12 @@ def _text(detector: str, level: str, tool: str, count: int, paired: str | None) 
         )
     if detector == "unknown_tool_repeat":
         return f"CRITICAL: {facts}; this call is blocked. Answer without the missing tool."
+    if detector == "argument_churn":
+        return (
+            f"WARNING: {tool} has been called {count} times, cycling through a few argument "
+            "variants that all end with the same no-progress outcome. Changing the arguments "
+            "this way is not helping: try a different approach, or report the task as failed."
+        )
     if detector == "global_circuit_breaker":
         return (
             f"CRITICAL: global circuit breaker: {tool} made no progress for {count} identical "

@@ -21,7 +21,7 @@ _MAX_ERROR_SCAN = 2000
 # Linear on any input: every quantifier is bounded, so each start costs a bounded amount of work.
 _NAME = r"[`'\"]?([\w.\-/]{1,128})"
 _UNKNOWN = (
-    re.compile(r"unknown tool(?: name)?\s{0,8}[:=]?\s{0,8}" + _NAME, re.IGNORECASE),
+    re.compile(r"unknown tool(?: name)?(?:\s{0,8}[:=]\s{0,8}|\s{1,8})" + _NAME, re.IGNORECASE),
     re.compile(
         r"\btool\s{1,8}" + _NAME + r"[`'\"]?\s{1,8}(?:was\s{1,8})?not\s{1,8}found",
         re.IGNORECASE,
@@ -31,6 +31,14 @@ _UNKNOWN = (
         re.IGNORECASE,
     ),
 )
+_OPENCLAW_NAME = r"[\"']?([a-z0-9_.-]{1,128})[\"']?"
+_UNKNOWN_OPENCLAW = (
+    re.compile(r"unknown tool[:\s]{1,64}" + _OPENCLAW_NAME, re.IGNORECASE),
+    re.compile(
+        r"tool\s{1,64}" + _OPENCLAW_NAME + r"\s{1,64}(?:not found|is not available)", re.IGNORECASE
+    ),
+)
+"""OpenClaw 2026.9's two patterns (its ``extractUnknownToolName``), bounded."""
 
 
 def bounded(text: str, limit: int = MAX_NAME_CHARS) -> str:
@@ -42,18 +50,22 @@ def bounded(text: str, limit: int = MAX_NAME_CHARS) -> str:
     return f"{text[: limit - 17]}~{digest}"
 
 
-def unknown_tool_name(error: str | None) -> str | None:
-    """When an error says a tool does not exist, a digest of the missing tool's name.
+def unknown_tool_name(error: str | None, *, openclaw: bool = False) -> str | None:
+    """When an error says a tool does not exist, a digest of the missing tool's name, in lower
+    case (a model that retries ``Search`` after ``search`` retries the same missing tool).
 
     A digest, not the name: it is only compared, and the text of an error is not ours to keep
-    or show (it may carry a secret that happens to sit where a name would).
+    or show (it may carry a secret that happens to sit where a name would). ``openclaw``: read
+    with OpenClaw's patterns only (``profile: openclaw``).
     """
     if not error:
         return None
     text = error[:_MAX_ERROR_SCAN]
-    for pattern in _UNKNOWN:
+    if openclaw:
+        text = text.strip()
+    for pattern in _UNKNOWN_OPENCLAW if openclaw else _UNKNOWN:
         match = pattern.search(text)
         if match:
-            name = match.group(1).rstrip(".")
-            return sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+            name = match.group(1) if openclaw else match.group(1).rstrip(".")
+            return sha256(name.lower().encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
-__all__ = ["CallRecord", "Outcome", "ProposedCall"]
+__all__ = ["CallKind", "CallRecord", "Outcome", "ProposedCall"]
 
 Outcome = Literal["pending", "ok", "error", "veto", "empty"]
 """``pending``: evaluated, not ended; ``empty``: ended with no result; ``veto``: blocked."""
@@ -27,12 +27,30 @@ class CallRecord:
     result_fp: int | None = None
     unknown_tool: str | None = None
     outcome: Outcome = "pending"
+    no_progress: bool = False
+    """The outcome says by itself that nothing moved: an error, a ``write`` that changed nothing
+    (the outcomes argument churn is made of)."""
+    failure_fp: int | None = None
+    """An ``exec`` terminal failure's identity: exit code and output with timestamps, durations,
+    attempt counters and pids blanked, so retries and other commands failing alike match."""
+
+
+CallKind = Literal["exec", "write", "poll", "log", "send"]
+"""What a call's outcome is read as (OpenClaw's rules): an ``exec``, a ``write``, a ``process``
+poll or log, a message send; ``None`` for any other call."""
 
 
 class ProposedCall(NamedTuple):
-    """A call about to be evaluated: its tool, argument key and whether it is a poll
-    (immutable; a named tuple, made per new call)."""
+    """A call about to be evaluated (immutable; a named tuple, made per new call).
+
+    ``args_fp`` identifies the call; ``value_fp`` is the key of its one argument's value alone,
+    when it has one argument or is a bare value: instrumentations differ in whether they record
+    such a call by name or by value, so an ask and a span are matched by either (never the
+    detectors). ``kind`` says how the outcome is read.
+    """
 
     tool: str
     args_fp: int
     is_poll: bool = False
+    value_fp: int | None = None
+    kind: CallKind | None = None

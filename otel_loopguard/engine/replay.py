@@ -59,5 +59,5 @@ def replay(calls: Iterable[Call | Compaction], config: ConfigSource | None = Non
         decision = state.for_span(index, proposed, cfg, item.call_id, item.agent)
         verdicts.append(decision.verdict)
         # A blocked call did not run: its veto record keeps the outcome it continued.
-        state.end_span(index, digest_outcome(proposed.is_poll, item.result, item.error, cfg), cfg)
+        state.end_span(index, digest_outcome(proposed, item.result, item.error, cfg), cfg)
     return verdicts

@@ -144,9 +144,18 @@ class ScopeState:
         record.result_fp = result.result_fp
         record.unknown_tool = result.unknown_tool
         record.outcome = result.outcome
+        record.no_progress = result.no_progress
+        record.failure_fp = result.failure_fp
         record.call_id = None  # only needed to match the outcome, which has now arrived
+        if result.outcome == "veto":
+            # The tool reported a loop veto of its own (OpenClaw's): a blocked call.
+            if cfg.veto_continues_streak and not cfg.openclaw:
+                self._continue_streak(record, same_args=True)
+            return None
         if not cfg.active or self.compaction is None:  # the guard runs unless enabled=false
             return None
+        if result.result_fp is None:
+            return None  # the guard's window counts only calls that completed with an outcome
         fired = self.compaction.observe(
             record.tool, record.args_fp, result.result_fp, cfg.compaction_window_size
         )
@@ -168,12 +177,17 @@ class ScopeState:
 
     def _claim_ask(self, call: ProposedCall, call_id: str | None) -> _Ask | None:
         """Take the newest open ask of a span's call: by call id when both have one, else by
-        tool and arguments."""
+        tool and arguments, or by tool and the one argument's value (recorded by name by one
+        instrumentation, by value by another)."""
         for ask in reversed(self.asks):
             same = (
                 ask.call_id == call_id
                 if call_id is not None and ask.call_id is not None
-                else ask.call.args_fp == call.args_fp and ask.call.tool == call.tool
+                else ask.call.tool == call.tool
+                and (
+                    ask.call.args_fp == call.args_fp
+                    or (ask.call.value_fp is not None and ask.call.value_fp == call.value_fp)
+                )
             )
             if same:
                 self.asks.remove(ask)
@@ -196,7 +210,9 @@ class ScopeState:
             intended, verdict = verdict, replace(verdict, action="warn")
         if verdict.blocked:
             record.outcome = "veto"
-            if cfg.veto_continues_streak:
+            # Ours: a veto carries on the outcome it vetoed, so an unknown-tool streak and a
+            # ping-pong's evidence go on too; OpenClaw's veto is a bare veto record.
+            if cfg.veto_continues_streak and not cfg.openclaw:
                 self._continue_streak(record, same_args=verdict.detector != "unknown_tool_repeat")
         self._append(record)
         if verdict.aborted:

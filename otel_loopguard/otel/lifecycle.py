@@ -411,7 +411,7 @@ class Lifecycle:
             else None
         )
         call, cfg = outcome.call, outcome.cfg
-        result = digest_outcome(call.is_poll, conventions.result_of(attributes), error, cfg)
+        result = digest_outcome(call, conventions.result_of(attributes), error, cfg)
         late: Decision | None = None
         with self.store.lock:
             state = outcome.state
