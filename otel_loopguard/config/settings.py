@@ -103,8 +103,20 @@ class ResolvedConfig:
     profile: str = "loopguard"
     """``loopguard`` or ``openclaw`` (every verdict as OpenClaw 2026.9.6 gives it)."""
 
-    openclaw: bool = field(init=False)
-    """``profile == "openclaw"``, read on every call."""
+    # Set by the profile, not by keys of their own: where our rules and OpenClaw's differ
+    # (README, 'Profiles'; a test replays each one against the real OpenClaw).
+    veto_carries_outcome: bool = True
+    """A blocked call carries the outcome it vetoed, so an unknown-tool streak and a
+    ping-pong's evidence go on through blocked retries (OpenClaw: a veto ends both)."""
+    ping_pong_capped: bool = True
+    """A ping-pong's count is at most the window (OpenClaw's is the tail plus one)."""
+    poll_warning_per_result: bool = False
+    """A poll warning is de-duplicated per newest result too, so a new result warns anew."""
+    any_object_result: bool = False
+    """Every JSON object result is read as OpenClaw's result object (``details`` and text);
+    otherwise only results of that shape are."""
+    openclaw_unknown_tool_patterns: bool = False
+    """Read a missing tool's name with OpenClaw's two patterns only."""
     rolling_enabled: bool = field(init=False)
     """The rolling-history detectors run only when ``enabled`` is ``true`` (unset: off)."""
     active: bool = field(init=False)
@@ -114,7 +126,6 @@ class ResolvedConfig:
 
     def __post_init__(self) -> None:
         # Read on every call: plain fields, not properties.
-        object.__setattr__(self, "openclaw", self.profile == "openclaw")
         object.__setattr__(self, "rolling_enabled", self.enabled is True)
         object.__setattr__(self, "active", self.enabled is not False)
         object.__setattr__(self, "poll_tools", frozenset(rule.tool for rule in self.poll_rules))
@@ -231,10 +242,19 @@ def _merge(base: LoopDetectionConfig, over: LoopDetectionConfig) -> LoopDetectio
 
 
 OPENCLAW_DEFAULTS = ResolvedConfig(
-    enabled=None, profile="openclaw", volatile_keys=frozenset(), breaker_aborts=False
+    enabled=None,
+    profile="openclaw",
+    volatile_keys=frozenset(),
+    breaker_aborts=False,
+    veto_carries_outcome=False,
+    ping_pong_capped=False,
+    poll_warning_per_result=True,
+    any_object_result=True,
+    openclaw_unknown_tool_patterns=True,
 )
-"""``profile: openclaw``'s defaults: no volatile keys of ours, a breaker that blocks one call.
-The thresholds are OpenClaw's too (it keeps them fixed; given ones are honoured)."""
+"""``profile: openclaw``'s defaults: OpenClaw 2026.9.6's rules, no volatile keys of ours, a
+breaker that blocks one call. The thresholds are OpenClaw's too (it keeps them fixed; given
+ones are honoured, as OpenClaw's legacy keys)."""
 
 
 def _normalise(block: LoopDetectionConfig, label: str) -> ResolvedConfig:
@@ -311,6 +331,11 @@ def _normalise(block: LoopDetectionConfig, label: str) -> ResolvedConfig:
         ),
         warnings_to_model=_pick(block.warnings_to_model, defaults.warnings_to_model),
         profile=profile,
+        veto_carries_outcome=defaults.veto_carries_outcome,
+        ping_pong_capped=defaults.ping_pong_capped,
+        poll_warning_per_result=defaults.poll_warning_per_result,
+        any_object_result=defaults.any_object_result,
+        openclaw_unknown_tool_patterns=defaults.openclaw_unknown_tool_patterns,
     )
 
 

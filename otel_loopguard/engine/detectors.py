@@ -289,7 +289,7 @@ def evaluate(
 
     if call.is_poll and cfg.known_poll_no_progress:
         # OpenClaw keys a poll warning by the newest result too: a new result warns anew.
-        key = ("poll", fp, found.latest) if cfg.openclaw else ("poll", fp)
+        key = ("poll", fp, found.latest) if cfg.poll_warning_per_result else ("poll", fp)
         if streak >= cfg.critical_threshold:
             verdict = _verdict("known_poll_no_progress", "critical", "block", tool, streak)
             return Finding(verdict, key)
@@ -300,7 +300,7 @@ def evaluate(
     if cfg.ping_pong:
         tail, last, stable = ping_pong_tail(records, fp)
         # Ours caps the count at the window (a tail cannot be longer); OpenClaw's does not.
-        count = tail + 1 if cfg.openclaw else min(tail + 1, cfg.history_size)
+        count = min(tail + 1, cfg.history_size) if cfg.ping_pong_capped else tail + 1
         if last is not None and count >= cfg.warning_threshold:
             pair = (min(fp, last.args_fp), max(fp, last.args_fp))
             if count >= cfg.critical_threshold and stable:

@@ -49,12 +49,12 @@ def digest_outcome(
     """The outcome: an error digest, a result digest (volatile keys dropped), or none at all.
 
     An error is no progress by itself. OpenClaw's result object is read as OpenClaw reads it
-    (``structured.py``); under ``profile: openclaw`` every JSON object result is.
+    (``structured.py``); with ``any_object_result`` (``profile: openclaw``) every JSON object result is.
     """
     if error is not None:
         return OutcomeDigest(
             result_fp=fp.error_key(error),
-            unknown_tool=unknown_tool_name(error, openclaw=cfg.openclaw),
+            unknown_tool=unknown_tool_name(error, openclaw=cfg.openclaw_unknown_tool_patterns),
             outcome="error",
             no_progress=True,
         )
@@ -62,14 +62,14 @@ def digest_outcome(
         return _EMPTY
     if isinstance(result, str):
         result = strip_messages(result)
-        if _may_be_structured(result, cfg.openclaw):
+        if _may_be_structured(result, cfg.any_object_result):
             parsed = fp.normalise(result).value
             if type(parsed) is dict:
                 result = parsed
     if type(result) is dict:
         if WARNING_KEY in result:
             result = {k: v for k, v in result.items() if k != WARNING_KEY}
-        if structured.is_structured(result, any_object=cfg.openclaw):
+        if structured.is_structured(result, any_object=cfg.any_object_result):
             return _read_structured(call, result, cfg)
     volatile = cfg.volatile_keys
     key = fp.result_key(result, volatile, exec_style=call.is_poll, text=fp.result_text(volatile))
@@ -78,7 +78,7 @@ def digest_outcome(
 
 def _may_be_structured(text: str, any_object: bool) -> bool:
     """A cheap test before parsing a result text: OpenClaw's result object, or any JSON object
-    under ``profile: openclaw``."""
+    with ``any_object_result``."""
     if text[:1] != "{" and text.lstrip()[:1] != "{":
         return False
     return any_object or '"content"' in text or '"details"' in text

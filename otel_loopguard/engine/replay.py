@@ -10,12 +10,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..config.loading import ConfigSource, load_config
-from ..config.settings import resolve
+from ..config.settings import Settings, resolve
 from .digests import digest_call, digest_outcome
 from .state import ScopeState
 from .verdict import Verdict
 
-__all__ = ["COMPACTION", "Call", "Compaction", "replay"]
+__all__ = ["COMPACTION", "Call", "Compaction", "Replayed", "replay", "replay_events"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,26 +38,42 @@ class Compaction:
 COMPACTION = Compaction()
 
 
+@dataclass(frozen=True, slots=True)
+class Replayed:
+    """One call's verdict, and whether its detection gets an event (warnings de-duplicated,
+    as OpenClaw rate-limits them; an abort flag handed on is no new event)."""
+
+    verdict: Verdict
+    event: bool
+
+
 def replay(calls: Iterable[Call | Compaction], config: ConfigSource | None = None) -> list[Verdict]:
     """The verdict each call would have received, in order (one scope; compactions give none).
 
     A verdict from the post-compaction guard, which fires once a call has completed, is the
     verdict of the next call (the shared flag): that is when the agent would be stopped.
     """
-    settings = resolve(load_config(config))
+    return [item.verdict for item in replay_events(calls, config)]
+
+
+def replay_events(
+    calls: Iterable[Call | Compaction], config: ConfigSource | Settings | None = None
+) -> list[Replayed]:
+    """Like :func:`replay`, with whether each verdict would be annotated as an event."""
+    settings = config if isinstance(config, Settings) else resolve(load_config(config))
     state = ScopeState(settings.max_history_size)
-    verdicts: list[Verdict] = []
+    replayed: list[Replayed] = []
     for index, item in enumerate(calls):
         if isinstance(item, Compaction):
             state.arm_compaction()
             continue
         cfg = settings.for_agent(item.agent)
         if not cfg.active:
-            verdicts.append(Verdict())
+            replayed.append(Replayed(Verdict(), event=False))
             continue
         proposed = digest_call(item.tool, item.args, cfg)
         decision = state.for_span(index, proposed, cfg, item.call_id, item.agent)
-        verdicts.append(decision.verdict)
+        replayed.append(Replayed(decision.verdict, event=decision.annotate))
         # A blocked call did not run: its veto record keeps the outcome it continued.
         state.end_span(index, digest_outcome(proposed, item.result, item.error, cfg), cfg)
-    return verdicts
+    return replayed

@@ -149,7 +149,7 @@ class ScopeState:
         record.call_id = None  # only needed to match the outcome, which has now arrived
         if result.outcome == "veto":
             # The tool reported a loop veto of its own (OpenClaw's): a blocked call.
-            if cfg.veto_continues_streak and not cfg.openclaw:
+            if cfg.veto_continues_streak and cfg.veto_carries_outcome:
                 self._continue_streak(record, same_args=True)
             return None
         if not cfg.active or self.compaction is None:  # the guard runs unless enabled=false
@@ -212,7 +212,7 @@ class ScopeState:
             record.outcome = "veto"
             # Ours: a veto carries on the outcome it vetoed, so an unknown-tool streak and a
             # ping-pong's evidence go on too; OpenClaw's veto is a bare veto record.
-            if cfg.veto_continues_streak and not cfg.openclaw:
+            if cfg.veto_continues_streak and cfg.veto_carries_outcome:
                 self._continue_streak(record, same_args=verdict.detector != "unknown_tool_repeat")
         self._append(record)
         if verdict.aborted:
