@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, overload
 
 from opentelemetry import metrics, trace
@@ -17,7 +17,7 @@ from .engine.verdict import OK, Verdict, exception_for
 from .otel import conventions
 from .otel.errors import strict_mode
 from .otel.lifecycle import mark_of
-from .otel.live import DEFAULT_SCOPE, trace_scope
+from .otel.live import DEFAULT_SCOPE, LiveSpan, trace_scope
 from .otel.metrics import observe_store
 from .otel.runtime import Runtime
 from .tool import guarded_tool
@@ -117,14 +117,7 @@ class LoopGuard:
             # This span's call was evaluated already, at its start or by an earlier check:
             # adopt that verdict, unless the scope has aborted since (the shared flag).
             return self._abort_flag(scope or own.scope_key) or own.verdict
-        if scope:
-            scope_key = scope
-        elif live is not None:
-            scope_key = live.scope_key
-        elif context.is_valid:
-            scope_key = trace_scope(context.trace_id)
-        else:
-            scope_key = DEFAULT_SCOPE
+        scope_key = _scope_key(scope, live, context)
         agent = agent or (live.agent if live else None)
         in_tool_span, span_view = self._view_of(current)
         if name is None:
@@ -167,6 +160,72 @@ class LoopGuard:
         if mark.signal and decision.verdict.aborted:
             runtime.fail_run(live, context.trace_id, decision.verdict)
         return decision.verdict
+
+    def check_batch(
+        self,
+        calls: Sequence[tuple[str, object] | tuple[str, object, str | None]],
+        *,
+        scope: str | None = None,
+        agent: str | None = None,
+    ) -> list[Verdict]:
+        """The verdicts on the tool calls of one model response, before any of them runs, as
+        OpenClaw admits a batch: each call is judged after the ones before it, and if one is
+        critical, every call of the batch is blocked (none is to run; the model gets the
+        block message and one more response). Otherwise each verdict is its call's own.
+
+        ``calls``: ``(name, args)`` or ``(name, args, call_id)`` pairs, in the response's
+        order. Raises ``ValueError`` for arguments it cannot use; an internal error never
+        escapes (logged once per kind; every call is let through).
+        """
+        batch = _batch_arguments(calls)
+        if scope is not None or agent is not None:
+            _check_arguments(None, None, scope, agent)
+            scope = None if scope is None else bounded(scope)
+            agent = None if agent is None else bounded(agent)
+        try:
+            return self._check_batch(batch, scope, agent)
+        except _Misuse:
+            raise
+        except Exception as exc:
+            failure = exc
+        try:
+            self._runtime.errors.report("check_batch", failure)
+        except Exception as raised:
+            if raised is failure:
+                raise  # strict mode: a bug of otel-loopguard fails this project's tests
+        return [OK] * len(batch)
+
+    def _check_batch(
+        self, batch: list[tuple[str, object, str | None]], scope: str | None, agent: str | None
+    ) -> list[Verdict]:
+        runtime = self._runtime
+        current, live = runtime.current()
+        context = current.get_span_context()
+        scope_key = _scope_key(scope, live, context)
+        agent = agent or (live.agent if live else None)
+        if batch and not scope and live is None and not context.is_valid:
+            self._unscoped(batch[0][0])
+        cfg = self.settings.for_agent(agent)
+        if not cfg.active or not batch:
+            return [OK] * len(batch)
+        proposed = [
+            (runtime.digest.call(name, args, cfg), call_id) for name, args, call_id in batch
+        ]
+        with self._store.lock:
+            decisions = self._store.get(scope_key).ask_batch(proposed, cfg, agent)
+        for (name, _, _), decision in zip(batch, decisions, strict=True):
+            mark = mark_of(decision, name)
+            if mark is None or not mark.signal:
+                continue
+            # No span of these calls exists yet: a block goes on the span the agent asked
+            # from (no call of the batch is to run), a warning on the span that adopts it.
+            if decision.verdict.blocked and current.is_recording():
+                runtime.annotator.on_live_span(current, mark)
+            else:
+                runtime.annotator.signal(mark, context)
+            if decision.verdict.aborted:
+                runtime.fail_run(live, context.trace_id, decision.verdict)
+        return [decision.verdict for decision in decisions]
 
     def raise_if_blocked(
         self,
@@ -264,6 +323,41 @@ class LoopGuard:
 
 class _Misuse(ValueError):
     """A call of the agent-facing API that cannot be answered: raised to the caller."""
+
+
+def _scope_key(scope: str | None, live: LiveSpan | None, context: trace.SpanContext) -> str:
+    """The scope a call belongs to: given, its run's, its trace's, or the shared default."""
+    if scope:
+        return scope
+    if live is not None:
+        return live.scope_key
+    if context.is_valid:
+        return trace_scope(context.trace_id)
+    return DEFAULT_SCOPE
+
+
+def _batch_arguments(calls: object) -> list[tuple[str, object, str | None]]:
+    """``check_batch``'s calls as (name, args, call_id) triples, each checked and bounded."""
+    if isinstance(calls, str | bytes | dict) or not isinstance(calls, Sequence):
+        raise ValueError(
+            f"calls: got {type(calls).__name__}; allowed: a list of (name, args) or "
+            "(name, args, call_id) tuples"
+        )
+    batch: list[tuple[str, object, str | None]] = []
+    for index, call in enumerate(calls):
+        if not isinstance(call, tuple | list) or len(call) not in (2, 3):
+            raise ValueError(
+                f"calls[{index}]: got {call!r:.80}; allowed: (name, args) or (name, args, call_id)"
+            )
+        name, args, call_id = (*call, None) if len(call) == 2 else call
+        try:
+            if not isinstance(name, str) or not name:
+                raise ValueError(f"name: got {name!r:.80}; allowed: a non-empty tool name (str)")
+            _check_arguments(name, call_id, None, None)
+        except ValueError as exc:
+            raise ValueError(f"calls[{index}]: {exc}") from None
+        batch.append((bounded(name), args, None if call_id is None else bounded(call_id)))
+    return batch
 
 
 def _check_arguments(name: object, call_id: object, scope: object, agent: object) -> None:

@@ -4,6 +4,6 @@
 (``engine/replay.py``), importable here as it was in the first release.
 """
 
-from .engine.replay import COMPACTION, Call, Compaction, Replayed, replay, replay_events
+from .engine.replay import COMPACTION, Batch, Call, Compaction, Replayed, replay, replay_events
 
-__all__ = ["COMPACTION", "Call", "Compaction", "Replayed", "replay", "replay_events"]
+__all__ = ["COMPACTION", "Batch", "Call", "Compaction", "Replayed", "replay", "replay_events"]

@@ -117,6 +117,12 @@ class ResolvedConfig:
     otherwise only results of that shape are."""
     openclaw_unknown_tool_patterns: bool = False
     """Read a missing tool's name with OpenClaw's two patterns only."""
+    rewarn_after_fading: bool = True
+    """A warning whose count falls below its last warned step and climbs back is given again
+    (OpenClaw: each warning key's step only rises, so a loop that comes back stays quiet)."""
+    openclaw_tool_names: bool = False
+    """Tool names as OpenClaw's policy sees them: lower case, ``bash`` is ``exec``; otherwise
+    as written."""
     rolling_enabled: bool = field(init=False)
     """The rolling-history detectors run only when ``enabled`` is ``true`` (unset: off)."""
     active: bool = field(init=False)
@@ -251,6 +257,8 @@ OPENCLAW_DEFAULTS = ResolvedConfig(
     poll_warning_per_result=True,
     any_object_result=True,
     openclaw_unknown_tool_patterns=True,
+    openclaw_tool_names=True,
+    rewarn_after_fading=False,
 )
 """``profile: openclaw``'s defaults: OpenClaw 2026.9.6's rules, no volatile keys of ours, a
 breaker that blocks one call. The thresholds are OpenClaw's too (it keeps them fixed; given
@@ -336,6 +344,8 @@ def _normalise(block: LoopDetectionConfig, label: str) -> ResolvedConfig:
         poll_warning_per_result=defaults.poll_warning_per_result,
         any_object_result=defaults.any_object_result,
         openclaw_unknown_tool_patterns=defaults.openclaw_unknown_tool_patterns,
+        openclaw_tool_names=defaults.openclaw_tool_names,
+        rewarn_after_fading=defaults.rewarn_after_fading,
     )
 
 

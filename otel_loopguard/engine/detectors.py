@@ -257,15 +257,19 @@ def evaluate(
     call: ProposedCall,
     cfg: ResolvedConfig,
     counts: Mapping[int, int] | None = None,
+    *,
+    pending: int = 0,
 ) -> Finding | None:
     """The first detector that fires on ``call`` against ``history``, breaker before the softer
     ones and polls judged as polls first (see docs/design.md, 'History and detectors order').
 
     ``counts``, if given, counts each call's records in ``history``: a shortcut, not a source.
+    ``pending``: the newest records are this many calls of the same batch, judged on top of
+    a full window (as OpenClaw projects a batch).
     """
     if not cfg.rolling_enabled or not history or not _may_fire(history, call, cfg, counts):
         return None
-    records = window(history, cfg.history_size)
+    records = window(history, cfg.history_size + pending)
     tool, fp = call.tool, call.args_fp
 
     unknown, name = unknown_tool_tail(records, tool)

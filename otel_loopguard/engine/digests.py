@@ -9,7 +9,7 @@ from ..config.settings import WARNING_KEY, ResolvedConfig
 from . import fingerprint as fp
 from . import structured
 from .messages import strip_messages
-from .names import unknown_tool_name
+from .names import openclaw_tool_name, unknown_tool_name
 from .records import Outcome, ProposedCall
 
 __all__ = ["Digester", "OutcomeDigest", "digest_call", "digest_outcome"]
@@ -33,6 +33,8 @@ _VETO = OutcomeDigest(result_fp=None, unknown_tool=None, outcome="veto")
 def digest_call(tool: str, args: object, cfg: ResolvedConfig) -> ProposedCall:
     """The proposed call: tool, argument key, whether the tool is polling, and what its
     outcome is read as."""
+    if cfg.openclaw_tool_names:
+        tool = openclaw_tool_name(tool)
     key, value = fp.call_key(tool, args)
     return ProposedCall(
         tool=sys.intern(tool),
@@ -49,7 +51,8 @@ def digest_outcome(
     """The outcome: an error digest, a result digest (volatile keys dropped), or none at all.
 
     An error is no progress by itself. OpenClaw's result object is read as OpenClaw reads it
-    (``structured.py``); with ``any_object_result`` (``profile: openclaw``) every JSON object result is.
+    (``structured.py``); with ``any_object_result`` (``profile: openclaw``), every JSON object
+    result is.
     """
     if error is not None:
         return OutcomeDigest(

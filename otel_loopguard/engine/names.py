@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from hashlib import sha256
 
-__all__ = ["MAX_NAME_CHARS", "bounded", "unknown_tool_name"]
+__all__ = ["MAX_NAME_CHARS", "bounded", "openclaw_tool_name", "unknown_tool_name"]
 
 MAX_NAME_CHARS = 128
 """Tool names, agent, call and scope ids longer than this are kept as a prefix and a digest."""
@@ -48,6 +48,15 @@ def bounded(text: str, limit: int = MAX_NAME_CHARS) -> str:
         return text
     digest = sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return f"{text[: limit - 17]}~{digest}"
+
+
+_OPENCLAW_ALIASES = {"bash": "exec", "apply-patch": "apply_patch", "cron": "automations"}
+
+
+def openclaw_tool_name(tool: str) -> str:
+    """A tool name as OpenClaw's policy sees it: trimmed, lower case, aliases resolved."""
+    name = tool.strip().lower() or "tool"
+    return _OPENCLAW_ALIASES.get(name, name)
 
 
 def unknown_tool_name(error: str | None, *, openclaw: bool = False) -> str | None:

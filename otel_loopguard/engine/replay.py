@@ -6,6 +6,7 @@ specification as tables: the same engine the span processor runs, fed from a lis
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -15,7 +16,7 @@ from .digests import digest_call, digest_outcome
 from .state import ScopeState
 from .verdict import Verdict
 
-__all__ = ["COMPACTION", "Call", "Compaction", "Replayed", "replay", "replay_events"]
+__all__ = ["COMPACTION", "Batch", "Call", "Compaction", "Replayed", "replay", "replay_events"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +40,14 @@ COMPACTION = Compaction()
 
 
 @dataclass(frozen=True, slots=True)
+class Batch:
+    """The tool calls of one model response, admitted together (``guard.check_batch``): if one
+    is critical, none of them runs. One agent's calls."""
+
+    calls: tuple[Call, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Replayed:
     """One call's verdict, and whether its detection gets an event (warnings de-duplicated,
     as OpenClaw rate-limits them; an abort flag handed on is no new event)."""
@@ -47,8 +56,12 @@ class Replayed:
     event: bool
 
 
-def replay(calls: Iterable[Call | Compaction], config: ConfigSource | None = None) -> list[Verdict]:
-    """The verdict each call would have received, in order (one scope; compactions give none).
+Item = Call | Compaction | Batch
+
+
+def replay(calls: Iterable[Item], config: ConfigSource | None = None) -> list[Verdict]:
+    """The verdict each call would have received, in order (one scope; compactions give none,
+    a batch gives one per call in it).
 
     A verdict from the post-compaction guard, which fires once a call has completed, is the
     verdict of the next call (the shared flag): that is when the agent would be stopped.
@@ -57,23 +70,37 @@ def replay(calls: Iterable[Call | Compaction], config: ConfigSource | None = Non
 
 
 def replay_events(
-    calls: Iterable[Call | Compaction], config: ConfigSource | Settings | None = None
+    calls: Iterable[Item], config: ConfigSource | Settings | None = None
 ) -> list[Replayed]:
     """Like :func:`replay`, with whether each verdict would be annotated as an event."""
     settings = config if isinstance(config, Settings) else resolve(load_config(config))
     state = ScopeState(settings.max_history_size)
     replayed: list[Replayed] = []
-    for index, item in enumerate(calls):
+    spans = itertools.count()
+    for item in calls:
         if isinstance(item, Compaction):
             state.arm_compaction()
             continue
-        cfg = settings.for_agent(item.agent)
-        if not cfg.active:
-            replayed.append(Replayed(Verdict(), event=False))
+        batch = item.calls if isinstance(item, Batch) else (item,)
+        if not batch:
             continue
-        proposed = digest_call(item.tool, item.args, cfg)
-        decision = state.for_span(index, proposed, cfg, item.call_id, item.agent)
-        replayed.append(Replayed(decision.verdict, event=decision.annotate))
-        # A blocked call did not run: its veto record keeps the outcome it continued.
-        state.end_span(index, digest_outcome(proposed, item.result, item.error, cfg), cfg)
+        cfg = settings.for_agent(batch[0].agent)
+        if not cfg.active:
+            replayed.extend(Replayed(Verdict(), event=False) for _ in batch)
+            continue
+        proposed = [digest_call(call.tool, call.args, cfg) for call in batch]
+        first = next(spans)
+        # A batch's calls get ids, so each span takes its own call's ask.
+        ids = [call.call_id or f"replay-{first + n}" for n, call in enumerate(batch)]
+        if isinstance(item, Batch):
+            asked = state.ask_batch(list(zip(proposed, ids, strict=True)), cfg, batch[0].agent)
+        for index, (call, digest) in enumerate(zip(batch, proposed, strict=True)):
+            span = first + index
+            if index:
+                next(spans)
+            decision = state.for_span(span, digest, cfg, ids[index], call.agent)
+            event = asked[index].annotate if isinstance(item, Batch) else decision.annotate
+            replayed.append(Replayed(decision.verdict, event=event))
+            # A blocked call did not run: its veto record keeps the outcome it continued.
+            state.end_span(span, digest_outcome(digest, call.result, call.error, cfg), cfg)
     return replayed

@@ -92,10 +92,79 @@ class ScopeState:
         if match is not None:
             return match.decision._replace(new=False, annotate=False)
         decision = self._propose(call, cfg, call_id, agent)
+        self._remember_ask(call, call_id, decision)
+        return decision
+
+    def ask_batch(
+        self, calls: list[tuple[ProposedCall, str | None]], cfg: ResolvedConfig, agent: str | None
+    ) -> list[Decision]:
+        """Point 1 for the calls of one model response, as OpenClaw admits a batch.
+
+        Each call is judged after the ones before it (those count as blocked calls, the most
+        they can add to a streak). If one is critical, the whole batch is blocked before any
+        call runs: the calls identical to it get a veto record, the others none (they were
+        never made), and one detection is annotated. Otherwise each call is recorded in order,
+        as ``ask`` records one.
+        """
+        if self.abort is not None:
+            return [self._aborted() for _ in calls]
+        projected = list(self.history)
+        found: list[tuple[Verdict, bool, Verdict | None] | None] = []
+        for earlier, (call, _) in enumerate(calls):
+            finding = evaluate(projected, call, cfg, pending=earlier)
+            if finding is None:
+                found.append(None)
+            else:
+                verdict, intended = self._decided(finding.verdict, cfg)
+                if verdict.blocked:
+                    return self._block_batch(calls, call, verdict, cfg, agent)
+                # De-duplicated as it is judged, as OpenClaw does: a warning of a batch that a
+                # later call blocks still counts as given.
+                found.append((verdict, self._should_annotate(finding, cfg), intended))
+            projected.append(CallRecord(tool=call.tool, args_fp=call.args_fp, outcome="veto"))
+        decisions: list[Decision] = []
+        for (call, call_id), item in zip(calls, found, strict=True):
+            record = CallRecord(tool=call.tool, args_fp=call.args_fp, call_id=call_id, agent=agent)
+            self._append(record)
+            decision = Decision(verdict=OK, annotate=False, record=record)
+            if item is not None:
+                verdict, annotate, intended = item
+                decision = Decision(verdict, annotate, record=record, intended=intended)
+            self._remember_ask(call, call_id, decision)
+            decisions.append(decision)
+        return decisions
+
+    def _block_batch(
+        self,
+        calls: list[tuple[ProposedCall, str | None]],
+        critical: ProposedCall,
+        verdict: Verdict,
+        cfg: ResolvedConfig,
+        agent: str | None,
+    ) -> list[Decision]:
+        decisions: list[Decision] = []
+        for call, call_id in calls:
+            record: CallRecord | None = None
+            if call.args_fp == critical.args_fp and call.tool == critical.tool:
+                record = CallRecord(
+                    tool=call.tool, args_fp=call.args_fp, call_id=call_id, agent=agent
+                )
+                self._veto(record, verdict, cfg)
+                self._append(record)
+            # One detection for the batch: the first call it blocks carries the event.
+            decision = Decision(verdict=verdict, annotate=not decisions, record=record)
+            if decisions:
+                decision = decision._replace(new=False)
+            self._remember_ask(call, call_id, decision)
+            decisions.append(decision)
+        if verdict.aborted:
+            self.abort = verdict
+        return decisions
+
+    def _remember_ask(self, call: ProposedCall, call_id: str | None, decision: Decision) -> None:
         self.asks.append(_Ask(call=call, call_id=call_id, decision=decision))
         if len(self.asks) > MAX_OPEN_ASKS:
             del self.asks[0]  # an ask no span ever claimed
-        return decision
 
     def for_span(
         self,
@@ -202,18 +271,9 @@ class ScopeState:
         if finding is None:  # most calls: nothing fired
             self._append(record)
             return Decision(verdict=OK, annotate=False, record=record)
-        verdict = finding.verdict
-        if verdict.level == "critical":
-            verdict = self._escalated(verdict, cfg)
-        intended: Verdict | None = None
-        if cfg.observe_only and verdict.blocked:
-            intended, verdict = verdict, replace(verdict, action="warn")
+        verdict, intended = self._decided(finding.verdict, cfg)
         if verdict.blocked:
-            record.outcome = "veto"
-            # Ours: a veto carries on the outcome it vetoed, so an unknown-tool streak and a
-            # ping-pong's evidence go on too; OpenClaw's veto is a bare veto record.
-            if cfg.veto_continues_streak and cfg.veto_carries_outcome:
-                self._continue_streak(record, same_args=verdict.detector != "unknown_tool_repeat")
+            self._veto(record, verdict, cfg)
         self._append(record)
         if verdict.aborted:
             self.abort = verdict
@@ -223,6 +283,23 @@ class ScopeState:
             record=record,
             intended=intended,
         )
+
+    def _decided(self, verdict: Verdict, cfg: ResolvedConfig) -> tuple[Verdict, Verdict | None]:
+        """A detector's verdict as given: escalated if critical, and in observe-only mode a
+        warning (with what would have been enforced)."""
+        if verdict.level == "critical":
+            verdict = self._escalated(verdict, cfg)
+        if cfg.observe_only and verdict.blocked:
+            return replace(verdict, action="warn"), verdict
+        return verdict, None
+
+    def _veto(self, record: CallRecord, verdict: Verdict, cfg: ResolvedConfig) -> None:
+        """Make ``record`` the veto of a blocked call."""
+        record.outcome = "veto"
+        # Ours: a veto carries on the outcome it vetoed, so an unknown-tool streak and a
+        # ping-pong's evidence go on too; OpenClaw's veto is a bare veto record.
+        if cfg.veto_continues_streak and cfg.veto_carries_outcome:
+            self._continue_streak(record, same_args=verdict.detector != "unknown_tool_repeat")
 
     def _escalated(self, verdict: Verdict, cfg: ResolvedConfig) -> Verdict:
         """Count a critical verdict; the ``abortAfterCriticals``-th of a scope aborts the run
@@ -278,6 +355,8 @@ class ScopeState:
         key = (verdict.detector, finding.signature)
         bucket = verdict.count // cfg.warning_threshold
         previous = self.warned.get(key, 0)
+        if bucket < previous and not cfg.rewarn_after_fading:
+            return False  # OpenClaw: a key's bucket only ever rises
         self.warned[key] = bucket
         if len(self.warned) > 4 * self.history_size:
             self.warned.pop(next(iter(self.warned)))

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from otel_loopguard.config.settings import WARNING_KEY, Settings
-from otel_loopguard.replay import COMPACTION, Call, Compaction, replay_events
+from otel_loopguard.replay import COMPACTION, Batch, Call, Compaction, replay_events
 
 OPENCLAW_VERSION = "2026.9.6"
 HARNESS = Path(__file__).with_name("harness.mjs")
@@ -36,6 +36,8 @@ class Seen:
     blocked: bool
     aborted: bool
     event: bool
+    count: int = 0
+    """Shown when they differ; not compared (a breaker's count, say, is OpenClaw's own)."""
 
     def key(self) -> tuple[str, str | None, bool, bool, bool | None]:
         """What must agree: the verdict, and for a warning whether it is emitted."""
@@ -100,18 +102,31 @@ def openclaw_verdicts(package: Path, scenarios: Sequence[Sequence[Step]]) -> lis
     assert output["version"] == OPENCLAW_VERSION
     return [
         [
-            Seen(v["level"], v["detector"], v["blocked"], v["aborted"], v["emitted"])
+            Seen(
+                v["level"],
+                v["detector"],
+                v["blocked"],
+                v["aborted"],
+                v["emitted"],
+                v.get("count", 0),
+            )
             for v in verdicts
         ]
         for verdicts in output["results"]
     ]
 
 
-def calls_of(steps: Sequence[Step]) -> list[Call | Compaction]:
+def _call(step: Step) -> Call:
+    return Call(step["tool"], step.get("args"), step.get("result"), step.get("error"))
+
+
+def calls_of(steps: Sequence[Step]) -> list[Call | Compaction | Batch]:
     return [
         COMPACTION
         if step.get("compaction")
-        else Call(step["tool"], step.get("args"), step.get("result"), step.get("error"))
+        else Batch(tuple(_call(s) for s in step["batch"]))
+        if "batch" in step
+        else _call(step)
         for step in steps
     ]
 
@@ -128,6 +143,7 @@ def our_verdicts(steps: Sequence[Step], config: dict[str, Any] | Settings) -> li
                 verdict.blocked,
                 verdict.aborted,
                 item.event,
+                verdict.count,
             )
         )
         if verdict.aborted:
@@ -155,6 +171,8 @@ DIFFERENCES: dict[str, dict[str, Any]] = {
     "A poll warning is one per call": {"poll_warning_per_result": True},
     "Only results of OpenClaw's shape are read as its result object": {"any_object_result": True},
     "More phrasings of a missing tool are recognised": {"openclaw_unknown_tool_patterns": True},
+    "Tool names are kept as written": {"openclaw_tool_names": True},
+    "A loop that fades and comes back is warned about again": {"rewarn_after_fading": False},
 }
 """Each row of the README's table of differences (its first column), and the settings that
 give OpenClaw's behaviour for it alone."""
@@ -315,6 +333,8 @@ _TOOLS: dict[str, list[Any]] = {
     "message": [{"action": "send", "to": "u1", "text": "hi"}, {"action": "read", "to": "u1"}],
     "command_status": [{"id": "j1"}, {}],
     "Fetch": [{"url": "https://example.test/a"}, "https://example.test/a"],
+    "fetch": [{"url": "https://example.test/a"}],
+    "bash": [{"command": "make"}, {"command": "make test"}],
 }
 
 
@@ -400,7 +420,23 @@ def random_scenario(rng: random.Random) -> list[Step]:
                         **_outcome(rng, tool, len(steps)),
                     }
                 )
-    return steps[:length]
+    return _batched(rng, steps[:length])
+
+
+def _batched(rng: random.Random, steps: list[Step]) -> list[Step]:
+    """Some runs of consecutive calls made into batches (one model response each)."""
+    out: list[Step] = []
+    index = 0
+    while index < len(steps):
+        size = rng.choice([1, 1, 1, 1, 2, 3, 4])
+        group = steps[index : index + size]
+        index += size
+        calls = [step for step in group if "tool" in step]
+        if size > 1 and len(calls) == len(group):
+            out.append({"batch": calls})
+        else:
+            out.extend(group)
+    return out
 
 
 def random_scenarios(seed: int, count: int) -> Iterator[list[Step]]:

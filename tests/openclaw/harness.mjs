@@ -1,19 +1,25 @@
-// Drives the real OpenClaw loop detection on recorded call sequences, as its single-call
-// admission does, and writes every call's verdict as JSON.
+// Drives the real OpenClaw loop detection on recorded call sequences, as its tool admission
+// does, and writes every call's verdict as JSON.
 //
 //   node harness.mjs OPENCLAW_PACKAGE_DIR INPUT.json OUTPUT.json
 //
-// INPUT: {"scenarios": [[step, ...], ...]}; a step is {"tool", "args", "result"?, "error"?} or
-// {"compaction": true}. OUTPUT: {"version", "results": [[verdict, ...], ...]}, one verdict per
-// call step: {"level", "detector", "blocked", "emitted", "aborted"}. A scenario's verdicts stop
-// at the call that finds the run aborted (the post-compaction guard fired on the call before).
+// INPUT: {"scenarios": [[step, ...], ...]}; a step is a call {"tool", "args", "result"?,
+// "error"?}, {"compaction": true}, or {"batch": [call, ...]} (the calls of one model response).
+// OUTPUT: {"version", "results": [[verdict, ...], ...]}: one verdict per call (a batch gives one
+// per call in it), {"level", "detector", "blocked", "emitted", "aborted"}. A scenario's verdicts
+// stop at the call that finds the run aborted (the post-compaction guard fired on the call
+// before it).
 //
-// Per call, as agent-tools.before-tool-call does (admitSingleToolCallLoop, then the outcome):
-// detect; a critical blocks the call and records a loop veto as its outcome; otherwise record
-// the call, then its outcome. A warning is emitted when its rate limit lets it through
-// (shouldEmitLoopWarning, copied below: the module does not export it). The post-compaction
-// guard is OpenClaw's own code, cut from the dist file that holds it (it is not exported
-// either), and observes each outcome that has a result hash, as the embedded runner does.
+// OpenClaw's own code does the work. Its admission functions (admitSingleToolCallLoop,
+// admitToolCallBatch and the warning rate limit, shouldEmitLoopWarning) and its
+// post-compaction guard are not exported, and the modules that hold them need a newer Node
+// for unrelated reasons, so their source regions are cut from the dist files and run against
+// OpenClaw's real runtime surface (agent-tools.before-tool-call.runtime: the detector, the
+// history, the session state). Per call, as the before-tool-call hook does: admit (a critical
+// blocks the call, which then records a loop veto as its outcome); an admitted call runs and
+// its outcome is recorded; each outcome with a result hash is observed by the guard, as the
+// embedded runner does. The level and detector of a verdict come from detectToolCallLoop
+// (pure) on the state the admission saw.
 
 import fs from "node:fs";
 import path from "node:path";
@@ -21,49 +27,81 @@ import { pathToFileURL } from "node:url";
 
 const [packageDir, inputPath, outputPath] = process.argv.slice(2);
 const dist = path.join(packageDir, "dist");
-const files = fs.readdirSync(dist);
+const files = fs.readdirSync(dist).filter((name) => name.endsWith(".mjs"));
+const read = (name) => fs.readFileSync(path.join(dist, name), "utf8");
+const load = (name) => import(pathToFileURL(path.join(dist, name)).href);
+const fileWith = (marker) => {
+    const name = files.find((file) => read(file).includes(marker));
+    if (!name) throw new Error(`${marker} not found in ${dist}`);
+    return name;
+};
+const region = (text, marker) => {
+    const start = text.indexOf(marker);
+    return text.slice(start, text.indexOf("//#endregion", start));
+};
 
-const detectionFile = files.find((name) => /^tool-loop-detection-[A-Za-z0-9_-]+\.mjs$/.test(name)
-    && !name.startsWith("tool-loop-detection-config"));
-const detection = await import(pathToFileURL(path.join(dist, detectionFile)).href);
-const detectToolCallLoop = detection.t;
-const recordToolCall = detection.r;
-const recordToolCallOutcome = detection.i;
+const runtimeFile = files.find((name) => /^agent-tools\.before-tool-call\.runtime-.+\.mjs$/.test(name));
+const { beforeToolCallRuntime: runtime } = await load(runtimeFile);
+const named = (pattern) => files.find((name) => pattern.test(name));
+const policy = await load(named(/^tool-policy-shared-.+\.mjs$/));
+const normalizeToolPolicyName = Object.values(policy).find((f) => f.name === "normalizeToolPolicyName");
+const mapSize = await load(named(/^map-size-.+\.mjs$/));
+const pruneMapToMaxSize = Object.values(mapSize).find((f) => f.name === "pruneMapToMaxSize");
 
-const GUARD_REGION = "//#region src/agents/embedded-agent-runner/post-compaction-loop-guard.ts";
-function loadGuardFactory() {
-    for (const name of files) {
-        if (!name.endsWith(".mjs")) continue;
-        const text = fs.readFileSync(path.join(dist, name), "utf8");
-        const start = text.indexOf(GUARD_REGION);
-        if (start < 0) continue;
-        const end = text.indexOf("//#endregion", start);
-        const body = text.slice(start, end)
-            .replace(/const log = createSubsystemLogger\([^)]*\);/, "const log = quiet;");
-        const quiet = { info() {}, warn() {}, error() {}, debug() {} };
-        return new Function("quiet", `${body}\nreturn createPostCompactionLoopGuard;`)(quiet);
-    }
-    throw new Error("post-compaction guard not found in " + dist);
-}
-const createPostCompactionLoopGuard = loadGuardFactory();
+const quiet = { info() {}, warn() {}, error() {}, debug() {} };
 
-// agent-tools.before-tool-call: shouldEmitLoopWarning (LOOP_WARNING_BUCKET_SIZE = 10).
-function shouldEmitLoopWarning(state, warningKey, count) {
-    if (!state.toolLoopWarningBuckets) state.toolLoopWarningBuckets = new Map();
-    const bucket = Math.floor(count / 10);
-    if (bucket <= (state.toolLoopWarningBuckets.get(warningKey) ?? 0)) return false;
-    state.toolLoopWarningBuckets.set(warningKey, bucket);
-    return true;
-}
+const hookFile = fileWith("//#region src/agents/tool-loop-admission.ts");
+const hookText = read(hookFile);
+const rateLimit = hookText.match(/const LOOP_WARNING_BUCKET_SIZE = \d+;\nconst MAX_LOOP_WARNING_KEYS = \d+;/)[0];
+const shouldEmit = hookText.match(/function shouldEmitLoopWarning\([\s\S]*?\n}\n/)[0];
+const admission = new Function(
+    "normalizeToolPolicyName", "loadBeforeToolCallRuntime", "beforeToolCallLog", "hashToolCall",
+    "pruneMapToMaxSize", "recordBatchAdmittedToolCall", "releaseBatchAdmittedToolCalls",
+    `${rateLimit}\n${shouldEmit}\n${region(hookText, "//#region src/agents/tool-loop-admission.ts")}
+    return { admitSingleToolCallLoop, admitToolCallBatch };`,
+)(normalizeToolPolicyName, async () => runtime, quiet, runtime.hashToolCall ?? (await load(
+    files.find((name) => /^tool-loop-detection-[A-Za-z0-9_-]+\.mjs$/.test(name)
+        && !name.startsWith("tool-loop-detection-config")))).n,
+    pruneMapToMaxSize, () => {}, () => {});
 
-const config = { enabled: true };
+const guardMarker = "//#region src/agents/embedded-agent-runner/post-compaction-loop-guard.ts";
+const guardBody = region(read(fileWith(guardMarker)), guardMarker)
+    .replace(/const log = createSubsystemLogger\([^)]*\);/, "const log = quiet;");
+const createPostCompactionLoopGuard = new Function(
+    "quiet", `${guardBody}\nreturn createPostCompactionLoopGuard;`)(quiet);
 
-function runScenario(steps) {
-    const state = {};
+const loopDetection = { enabled: true };
+const VETO = (message) => ({ content: [{ type: "text", text: message }],
+    details: { status: "blocked", deniedReason: "tool-loop" } });
+
+let sessions = 0;
+
+async function runScenario(steps) {
+    const session = `harness-${sessions++}`;
+    const ctx = { sessionKey: session, sessionId: session, loopDetection };
+    const state = runtime.getDiagnosticSessionState({ sessionKey: session, sessionId: session });
     const guard = createPostCompactionLoopGuard({ enabled: true });
     const verdicts = [];
     let aborted = false;
     let index = 0;
+
+    const outcome = (call, id, result, error) => {
+        const record = runtime.recordToolCallOutcome(state, { toolName: normalizeToolPolicyName(call.tool),
+            toolParams: call.args, toolCallId: id, result, error, config: loopDetection });
+        if (record?.resultHash) {
+            const fired = guard.observe({ toolName: record.toolName, argsHash: record.argsHash,
+                resultHash: record.resultHash });
+            aborted = aborted || fired.shouldAbort;
+        }
+    };
+    const detected = (call) => runtime.detectToolCallLoop(state, normalizeToolPolicyName(call.tool),
+        call.args, loopDetection, undefined);
+    const verdictOf = (found) => ({ level: found.stuck ? found.level : "ok",
+        detector: found.stuck ? found.detector : null, count: found.stuck ? found.count : 0,
+        blocked: false, emitted: false, aborted: false });
+    const ran = (call) => [call.result === null ? undefined : call.result,
+        call.error === null ? undefined : call.error];
+
     for (const step of steps) {
         if (step.compaction) {
             guard.armPostCompaction();
@@ -74,43 +112,54 @@ function runScenario(steps) {
                 blocked: true, emitted: true, aborted: true });
             break;
         }
-        const toolCallId = `call-${index++}`;
-        const result = detectToolCallLoop(state, step.tool, step.args, config, undefined);
-        const verdict = { level: "ok", detector: null, blocked: false, emitted: false,
-            aborted: false };
-        let outcome;
-        if (result.stuck) {
-            verdict.level = result.level;
-            verdict.detector = result.detector;
-            verdict.blocked = result.level === "critical";
-            verdict.emitted = verdict.blocked
-                || shouldEmitLoopWarning(state, result.warningKey ?? `${result.detector}:${step.tool}`,
-                    result.count);
-        }
-        if (verdict.blocked) {
-            outcome = recordToolCallOutcome(state, {
-                toolName: step.tool, toolParams: step.args, toolCallId,
-                result: { content: [{ type: "text", text: result.message }],
-                    details: { status: "blocked", deniedReason: "tool-loop" } },
+        if (step.batch) {
+            const calls = step.batch.map((call) => ({ call, id: `call-${index++}` }));
+            // Each call's detector verdict on the history as the batch projects it: the calls
+            // before it as loop vetoes (admitToolCallBatch's projectLoopVeto).
+            const projected = { ...state, toolCallHistory: [...(state.toolCallHistory ?? [])] };
+            const found = calls.map(({ call, id }) => {
+                const verdict = runtime.detectToolCallLoop(projected,
+                    normalizeToolPolicyName(call.tool), call.args, loopDetection, undefined);
+                const scratch = { toolCallHistory: [] };
+                runtime.recordToolCall(scratch, normalizeToolPolicyName(call.tool), call.args, id,
+                    loopDetection, undefined);
+                scratch.toolCallHistory[0].outcomeKind = "tool-loop-veto";
+                projected.toolCallHistory.push(scratch.toolCallHistory[0]);
+                return verdict;
             });
-        } else {
-            recordToolCall(state, step.tool, step.args, toolCallId, config, undefined);
-            outcome = recordToolCallOutcome(state, {
-                toolName: step.tool, toolParams: step.args, toolCallId,
-                result: step.result === null ? undefined : step.result,
-                error: step.error === null ? undefined : step.error,
+            const admitted = await admission.admitToolCallBatch(calls.map(({ call, id }) => ({
+                toolCall: { name: call.tool, id }, args: call.args })), ctx);
+            if (admitted.intervention) {
+                // The whole batch is blocked and runs nothing; the admission recorded the vetoes.
+                for (let i = 0; i < calls.length; i += 1) {
+                    verdicts.push({ level: "critical", detector: admitted.intervention.detector,
+                        blocked: true, emitted: i === 0, aborted: false });
+                }
+                continue;
+            }
+            const warned = new Set(admitted.warnings.map((w) => w.toolCallId));
+            admitted.commitReadyCalls(calls.map(({ call, id }) => ({ toolCallId: id, args: call.args })));
+            calls.forEach(({ call, id }, i) => {
+                verdicts.push({ ...verdictOf(found[i]), emitted: warned.has(id) });
+                outcome(call, id, ...ran(call));
             });
+            continue;
         }
+        const id = `call-${index++}`;
+        const verdict = verdictOf(detected(step));
+        const intervention = await admission.admitSingleToolCallLoop(
+            { toolName: step.tool, params: step.args, toolCallId: id }, ctx);
+        verdict.blocked = intervention?.kind === "critical-tool-loop";
+        verdict.emitted = intervention !== undefined;
         verdicts.push(verdict);
-        if (outcome?.resultHash) {
-            const fired = guard.observe({ toolName: outcome.toolName, argsHash: outcome.argsHash,
-                resultHash: outcome.resultHash });
-            aborted = fired.shouldAbort;
-        }
+        if (verdict.blocked) outcome(step, id, VETO(intervention.reason), undefined);
+        else outcome(step, id, ...ran(step));
     }
     return verdicts;
 }
 
 const input = JSON.parse(fs.readFileSync(inputPath, "utf8"));
 const version = JSON.parse(fs.readFileSync(path.join(packageDir, "package.json"), "utf8")).version;
-fs.writeFileSync(outputPath, JSON.stringify({ version, results: input.scenarios.map(runScenario) }));
+const results = [];
+for (const steps of input.scenarios) results.push(await runScenario(steps));
+fs.writeFileSync(outputPath, JSON.stringify({ version, results }));
