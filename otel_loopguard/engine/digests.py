@@ -74,6 +74,11 @@ def digest_outcome(
             result = {k: v for k, v in result.items() if k != WARNING_KEY}
         if structured.is_structured(result, any_object=cfg.any_object_result):
             return _read_structured(call, result, cfg)
+        if call.kind in structured.DETAILS_ALONE:
+            # OpenClaw's ``details`` recorded alone: a log's counts, a write's ``changed``, a
+            # send's ids are read as in the whole object (exec and poll results keep our
+            # exec-style view, which keeps more of them).
+            return _read_structured(call, {"details": result}, cfg)
     volatile = cfg.volatile_keys
     key = fp.result_key(result, volatile, exec_style=call.is_poll, text=fp.result_text(volatile))
     return OutcomeDigest(result_fp=key, unknown_tool=None, outcome="ok")

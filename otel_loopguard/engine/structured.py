@@ -25,9 +25,13 @@ from typing import NamedTuple
 
 from .records import CallKind
 
-__all__ = ["Reading", "call_kind", "is_structured", "read"]
+__all__ = ["DETAILS_ALONE", "Reading", "call_kind", "is_structured", "read"]
 
 _STRUCTURED_KEYS = frozenset({"content", "details"})
+
+DETAILS_ALONE: frozenset[CallKind | None] = frozenset({"log", "write", "send"})
+"""Calls whose object result, when it is not OpenClaw's whole result object, is read as its
+``details`` alone (``profile: loopguard``)."""
 
 _SEND_TOOLS = frozenset({"sessions_send", "conversations_send", "conversations_turn"})
 _SEND_ACTIONS = frozenset(

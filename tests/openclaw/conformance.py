@@ -229,7 +229,7 @@ def hand_written() -> dict[str, list[Step]]:
     failing = [
         {
             "tool": "exec",
-            "args": {"command": f"make test-{n % 3}"},
+            "args": {"command": f"make test-{n}"},
             "result": text_result(
                 "build failed",
                 status="failed",
@@ -299,6 +299,9 @@ def hand_written() -> dict[str, list[Step]]:
             {**unchanged, "args": {"path": f"out{n % 2}.txt", "content": "x"}} for n in range(14)
         ],
         "exec terminal failure across commands": failing,
+        "exec failures cycling over three commands": [
+            {**failing[n], "args": {"command": f"make t{n % 3}"}} for n in range(24)
+        ],
         "exec retries of one command": [
             {**failing[n], "args": {"command": "make test"}} for n in range(24)
         ],

@@ -1,0 +1,175 @@
+"""Conformance with the real OpenClaw 2026.9.6, driven side by side (tests/openclaw/).
+
+The tests install ``openclaw@2026.9.6`` with npm (once, into a cache directory), drive its own
+detector, admission and post-compaction guard from a small Node harness, and replay the same
+calls through otel-loopguard. Under ``profile: openclaw`` (escalation off, as the issue's
+comparison has it: OpenClaw's escalation lives in its runner) every verdict must be equal;
+under the default profile every difference must be one the README's table lists.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from otel_loopguard.config.loading import load_config
+from otel_loopguard.config.settings import resolve
+
+from .openclaw.conformance import (
+    DIFFERENCES,
+    OPENCLAW_VERSION,
+    Seen,
+    Step,
+    explanation,
+    first_difference,
+    hand_written,
+    install,
+    openclaw_verdicts,
+    our_verdicts,
+    random_scenarios,
+)
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+OPENCLAW = {"enabled": True, "profile": "openclaw", "abortAfterCriticals": 0}
+DEFAULT = {"enabled": True, "abortAfterCriticals": 0}
+SEEDS = (11, 12, 13)
+PER_SEED = 100
+
+HAND_WRITTEN = hand_written()
+RANDOM = [scenario for seed in SEEDS for scenario in random_scenarios(seed, PER_SEED)]
+
+
+@pytest.fixture(scope="module")
+def openclaw() -> Path:
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        if os.environ.get("CI"):
+            pytest.fail(
+                "node and npm are needed for the OpenClaw parity tests (.ci/run installs them)"
+            )
+        pytest.skip("node and npm are not installed (CI installs them)")
+    return install()
+
+
+@pytest.fixture(scope="module")
+def theirs(openclaw: Path) -> dict[str, list[list[Seen]]]:
+    """OpenClaw's verdicts on every scenario, from one run of the harness."""
+    scenarios = [*HAND_WRITTEN.values(), *RANDOM]
+    verdicts = openclaw_verdicts(openclaw, scenarios)
+    return {
+        "hand": verdicts[: len(HAND_WRITTEN)],
+        "random": verdicts[len(HAND_WRITTEN) :],
+    }
+
+
+def _describe(steps: list[Step], ours: list[Seen], their: list[Seen], at: int) -> str:
+    return (
+        f"first difference at call {at}: ours {ours[at] if at < len(ours) else None}, "
+        f"OpenClaw's {their[at] if at < len(their) else None}; {len(steps)} steps"
+    )
+
+
+@pytest.mark.parametrize("name", list(HAND_WRITTEN))
+def test_profile_openclaw_gives_openclaws_verdict_on_every_call(
+    name: str, theirs: dict[str, list[list[Seen]]]
+) -> None:
+    steps = HAND_WRITTEN[name]
+    their = theirs["hand"][list(HAND_WRITTEN).index(name)]
+    ours = our_verdicts(steps, OPENCLAW)
+    at = first_difference(ours, their)
+    assert at is None, _describe(steps, ours, their, at)
+
+
+def test_the_hand_written_scenarios_reach_every_detector(
+    theirs: dict[str, list[list[Seen]]],
+) -> None:
+    seen = {v.detector for verdicts in theirs["hand"] for v in verdicts}
+    assert seen >= {
+        "generic_repeat",
+        "known_poll_no_progress",
+        "ping_pong",
+        "unknown_tool_repeat",
+        "global_circuit_breaker",
+        "argument_churn",
+        "compaction_loop_persisted",
+    }
+
+
+def test_profile_openclaw_agrees_on_hundreds_of_random_sequences(
+    theirs: dict[str, list[list[Seen]]],
+) -> None:
+    differing = []
+    calls = 0
+    for index, (steps, their) in enumerate(zip(RANDOM, theirs["random"], strict=True)):
+        ours = our_verdicts(steps, OPENCLAW)
+        calls += len(their)
+        at = first_difference(ours, their)
+        if at is not None:
+            differing.append(f"scenario {index}: {_describe(steps, ours, their, at)}")
+    assert differing == []
+    # The sequences exercise the detectors, not only quiet runs.
+    levels = {(v.level, v.detector) for verdicts in theirs["random"] for v in verdicts}
+    assert ("critical", "generic_repeat") in levels and ("warning", "argument_churn") in levels
+    assert calls > 10 * len(RANDOM)
+
+
+def test_the_default_profile_differs_only_where_the_readme_says(
+    theirs: dict[str, list[list[Seen]]],
+) -> None:
+    settings = resolve(load_config(DEFAULT))
+    unexplained = []
+    rows: set[str] = set()
+    scenarios = [*HAND_WRITTEN.values(), *RANDOM]
+    for index, (steps, their) in enumerate(
+        zip(scenarios, [*theirs["hand"], *theirs["random"]], strict=True)
+    ):
+        found = explanation(steps, their, settings)
+        if found is None:
+            continue
+        at, row = found
+        if row is None:
+            ours = our_verdicts(steps, settings)
+            unexplained.append(f"scenario {index}: {_describe(steps, ours, their, at)}")
+        else:
+            rows.add(row)
+    assert unexplained == []
+    # The main differences do show (the comparison is not vacuous).
+    assert {
+        "A blocked call carries the outcome it vetoed",
+        "The global circuit breaker aborts the run",
+    } <= rows
+
+
+def _readme_rows() -> list[str]:
+    text = README.read_text()
+    section = text[text.index("## Profiles") :]
+    section = section[: section.index("\n## ", 4)]
+    return [
+        match.group(1).strip()
+        for match in re.finditer(r"^\| ([^|]+?) \|", section, re.MULTILINE)
+        if not set(match.group(1).strip()) <= {"-", " "}
+    ][1:]  # the header row
+
+
+def test_the_readme_table_lists_every_difference_and_nothing_else() -> None:
+    assert sorted(_readme_rows()) == sorted(DIFFERENCES)
+
+
+def test_the_pinned_version_is_the_one_the_readme_names() -> None:
+    assert f"openclaw@{OPENCLAW_VERSION}" in README.read_text()
+
+
+def _settings_row(change: dict[str, Any]) -> dict[str, Any]:
+    settings = resolve(load_config(OPENCLAW)).default
+    return {key: getattr(settings, key) for key in change}
+
+
+@pytest.mark.parametrize("row", list(DIFFERENCES))
+def test_profile_openclaw_has_openclaws_side_of_every_row(row: str) -> None:
+    # What the table says profile openclaw does is what its settings hold.
+    change = DIFFERENCES[row]
+    assert _settings_row(change) == change
