@@ -19,33 +19,7 @@ from pydantic import ValidationError
 
 from .model import LoopDetectionConfig, LoopGuardConfig, known_keys
 
-__all__ = [
-    "ENV_CONFIG",
-    "ENV_FIELDS",
-    "ConfigError",
-    "config_from_env",
-    "load_config",
-    "load_file",
-]
-
-ENV_CONFIG = "OTEL_LOOPGUARD_CONFIG"
-"""Path of a configuration file."""
-
-ENV_FIELDS: dict[str, tuple[str, ...]] = {
-    "OTEL_LOOPGUARD_ENABLED": ("enabled",),
-    "OTEL_LOOPGUARD_HISTORY_SIZE": ("historySize",),
-    "OTEL_LOOPGUARD_WARNING_THRESHOLD": ("warningThreshold",),
-    "OTEL_LOOPGUARD_CRITICAL_THRESHOLD": ("criticalThreshold",),
-    "OTEL_LOOPGUARD_UNKNOWN_TOOL_THRESHOLD": ("unknownToolThreshold",),
-    "OTEL_LOOPGUARD_GLOBAL_CIRCUIT_BREAKER_THRESHOLD": ("globalCircuitBreakerThreshold",),
-    "OTEL_LOOPGUARD_POST_COMPACTION_WINDOW_SIZE": ("postCompactionGuard", "windowSize"),
-    "OTEL_LOOPGUARD_OBSERVE_ONLY": ("observeOnly",),
-    "OTEL_LOOPGUARD_SCOPE": ("scope",),
-}
-"""Single global fields, laid over the file named by ``OTEL_LOOPGUARD_CONFIG``."""
-
-_BOOL_FIELDS = {"enabled", "observeOnly"}
-_STR_FIELDS = {"scope"}
+__all__ = ["ConfigError", "load_config", "load_file"]
 
 
 class ConfigError(ValueError):
@@ -62,6 +36,8 @@ def load_config(source: ConfigSource | None = None) -> LoopGuardConfig:
     mapping is a bare ``loopDetection`` block.
     """
     if source is None:
+        from .environment import config_from_env  # it loads files with this module
+
         return config_from_env(os.environ)
     if isinstance(source, LoopGuardConfig):
         return source
@@ -197,44 +173,3 @@ def _allowed(kind: str, error: Any) -> str:
     if kind == "literal_error":
         return f"allowed: {ctx.get('expected')}"
     return f"allowed: {error['msg']}"
-
-
-def config_from_env(environ: Mapping[str, str]) -> LoopGuardConfig:
-    """The file named by ``OTEL_LOOPGUARD_CONFIG`` (if any), then single-field variables over it."""
-    path = environ.get(ENV_CONFIG)
-    config = load_file(path) if path else LoopGuardConfig()
-    overrides: dict[str, Any] = {}
-    for variable, field_path in ENV_FIELDS.items():
-        raw = environ.get(variable)
-        if raw is None or raw.strip() == "":
-            continue
-        value = _env_value(variable, field_path[-1], raw.strip())
-        target = overrides
-        for part in field_path[:-1]:
-            target = target.setdefault(part, {})
-        target[field_path[-1]] = value
-    if not overrides:
-        return config
-    data = config.model_dump(by_alias=True, exclude_none=True)
-    block = data.setdefault("tools", {}).setdefault("loopDetection", {})
-    for key, value in overrides.items():
-        if isinstance(value, dict):
-            block[key] = {**block.get(key, {}), **value}
-        else:
-            block[key] = value
-    return _from_mapping(data, origin="environment")
-
-
-def _env_value(variable: str, field: str, raw: str) -> object:
-    if field in _BOOL_FIELDS:
-        lowered = raw.lower()
-        if lowered in ("true", "1", "yes", "on"):
-            return True
-        if lowered in ("false", "0", "no", "off"):
-            return False
-        raise ConfigError(f"{variable}: got {raw!r}; allowed: true or false")
-    if field in _STR_FIELDS:
-        return raw
-    if not re.fullmatch(r"\+?\d+", raw) or int(raw) < 1:
-        raise ConfigError(f"{variable}: got {raw!r}; allowed: an integer >= 1")
-    return int(raw)
