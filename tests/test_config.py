@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import warnings
 from pathlib import Path
 
@@ -509,3 +510,57 @@ def test_an_unknown_file_type_is_refused(tmp_path: Path) -> None:
 def test_a_configuration_of_the_wrong_kind_is_refused() -> None:
     with pytest.raises(ConfigError, match="expected a mapping"):
         load_config(42)  # type: ignore[arg-type]  # the point is the wrong type
+
+
+@pytest.mark.parametrize(
+    ("module", "suffix", "command"),
+    [("yaml", ".yaml", "pip install PyYAML"), ("json5", ".json5", "pip install json5")],
+)
+def test_a_missing_parser_names_the_pip_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, module: str, suffix: str, command: str
+) -> None:
+    monkeypatch.setitem(sys.modules, module, None)  # as if it were not installed
+    path = tmp_path / f"c{suffix}"
+    path.write_text("{}")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(info.value).endswith(command)
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"agents": {"list": [{"tools": {}}]}}, "agents.list.0.id: missing; required"),
+        ({"agents": {"list": [{"id": "a"}, {"id": "a"}]}}, "agents: agent id 'a' is listed twice"),
+        ({"scope": "planet"}, "loopDetection.scope: got 'planet'; must be 'trace', "),
+        ({"abortAfterCriticals": -1}, "got -1; allowed: an integer >= 0"),
+        (
+            {"tools": {"loopDetection": {"windowSize": 3}}},
+            "'windowSize' is not allowed here; it belongs in postCompactionGuard",
+        ),
+        (
+            {"loopDetection": {}, "agents": {}},
+            "'loopDetection' is not allowed here; it belongs in tools",
+        ),
+    ],
+)
+def test_errors_speak_the_users_language(config: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(config)
+    text = str(info.value)
+    assert message in text
+    for pydantic_words in ("Field required", "Value error", "NoneType", "did you mean 'loopD"):
+        assert pydantic_words not in text
+
+
+def test_a_top_level_loop_detection_block_is_accepted() -> None:
+    config = load_config({"loopDetection": {"enabled": True, "warningThreshold": 4}})
+    assert resolve(config).default.warning_threshold == 4
+    assert resolve(config).default.rolling_enabled is True
+
+
+def test_an_empty_file_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "empty.yaml"
+    path.write_text("")
+    with pytest.raises(ConfigError, match="the file is empty"):
+        load_config(path)
