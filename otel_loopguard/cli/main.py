@@ -8,6 +8,7 @@ import os
 import socket
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
@@ -24,10 +25,10 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from ..config.loading import ConfigError, load_config
-from ..config.settings import resolve
 from ..guard import LoopGuard
 from ..processor import LoopGuardSpanProcessor
 from ..testing import detection_counts
+from . import validate
 from .demo import DEMO_CONFIG, SCENARIOS, run_scenario
 from .report import render
 
@@ -65,6 +66,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="otel-loopguard",
         description="Stop LLM agents looping on tool calls, using their OpenTelemetry spans.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     demo = commands.add_parser(
         "demo",
@@ -103,8 +105,13 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--no-color", action="store_true", help="plain text, no ANSI colours")
     validate = commands.add_parser(
         "validate",
-        help="check a configuration file and print the resolved settings",
-        description="Load a configuration file exactly as LoopGuard would and show the result.",
+        help="check a configuration file and print the effective settings",
+        description=(
+            "Load a configuration file exactly as LoopGuard would and print the effective "
+            "settings, globally and per agent, each marked with where it came from (the file's "
+            "global block, the agent's block, or the default), and every value the runtime "
+            "changed or that cannot take effect."
+        ),
     )
     validate.add_argument("path", metavar="PATH", help="the configuration file")
     return parser
@@ -235,12 +242,15 @@ def _detections(reader: InMemoryMetricReader) -> dict[str, int]:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    settings = resolve(load_config(args.path))
-    print(f"{args.path}: valid")
-    print(f"  default: {settings.default}")
-    for agent, resolved in settings.agents.items():
-        print(f"  agent {agent!r}: {resolved}")
+    print(validate.report(args.path))
     return 0
+
+
+def _version() -> str:
+    try:
+        return metadata.version("otel-loopguard")
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return "(not installed)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -202,6 +202,9 @@ class Settings:
     globals: GlobalSettings
     default: ResolvedConfig
     agents: dict[str, ResolvedConfig]
+    notes: tuple[str, ...] = ()
+    """Every normalisation applied and every setting that cannot take effect, in words (each is
+    also logged once)."""
 
     def for_agent(self, agent: str | None) -> ResolvedConfig:
         if agent is None:
@@ -224,7 +227,7 @@ def _merge(base: LoopDetectionConfig, over: LoopDetectionConfig) -> LoopDetectio
     return LoopDetectionConfig.model_validate(merged)
 
 
-def _normalise(block: LoopDetectionConfig, label: str) -> ResolvedConfig:
+def _normalise(block: LoopDetectionConfig, label: str, notes: list[str]) -> ResolvedConfig:
     defaults = ResolvedConfig(enabled=None)
     warning = block.warning_threshold or defaults.warning_threshold
     critical = block.critical_threshold or defaults.critical_threshold
@@ -238,6 +241,10 @@ def _normalise(block: LoopDetectionConfig, label: str) -> ResolvedConfig:
             warning,
             warning + 1,
         )
+        notes.append(
+            f"{label}: criticalThreshold {critical} \u2264 warningThreshold {warning} \u2192 "
+            f"{warning + 1}"
+        )
         critical = warning + 1
     if breaker <= critical:
         _log.warning(
@@ -247,6 +254,10 @@ def _normalise(block: LoopDetectionConfig, label: str) -> ResolvedConfig:
             critical,
             critical + 1,
         )
+        notes.append(
+            f"{label}: globalCircuitBreakerThreshold {breaker} \u2264 criticalThreshold "
+            f"{critical} \u2192 {critical + 1}"
+        )
         breaker = critical + 1
     if breaker > history:
         _log.warning(
@@ -255,6 +266,10 @@ def _normalise(block: LoopDetectionConfig, label: str) -> ResolvedConfig:
             label,
             breaker,
             history,
+        )
+        notes.append(
+            f"{label}: globalCircuitBreakerThreshold {breaker} > historySize {history}: the "
+            "global circuit breaker can never fire (a streak cannot be longer than the window)"
         )
     toggles = block.detectors or DetectorToggles()
     volatile = (
@@ -350,13 +365,12 @@ def _globals(block: LoopDetectionConfig) -> GlobalSettings:
 def resolve(config: LoopGuardConfig) -> Settings:
     """Resolve the global block and every listed agent once; each threshold raise is logged once."""
     base = config.loop_detection
+    notes: list[str] = []
+    default = _normalise(base, "tools.loopDetection", notes)
     agents = {
-        entry.id: _normalise(_merge(base, entry.loop_detection), f"agent {entry.id!r}")
+        entry.id: _normalise(_merge(base, entry.loop_detection), f"agent {entry.id!r}", notes)
         for entry in config.agent_entries
     }
     return Settings(
-        source=config,
-        globals=_globals(base),
-        default=_normalise(base, "tools.loopDetection"),
-        agents=agents,
+        source=config, globals=_globals(base), default=default, agents=agents, notes=tuple(notes)
     )
