@@ -42,9 +42,9 @@ NAME = "loopguard"
 ZERO_CODE_DEFAULTS: dict[str, Any] = {"enabled": True, "observeOnly": True}
 """What zero-code set-up starts from, under the file and the variables."""
 
-_CHOOSES_EXPORT_PROCESSOR = "export_span_processor" in inspect.signature(
-    _initialize_components
-).parameters
+_CHOOSES_EXPORT_PROCESSOR = (
+    "export_span_processor" in inspect.signature(_initialize_components).parameters
+)
 """Whether this SDK lets a configurator choose the processor each span exporter gets."""
 
 _logger = logging.getLogger("otel_loopguard")
@@ -63,13 +63,13 @@ class LoopGuardConfigurator(_OTelSDKConfigurator):
     def _configure(self, **kwargs: Any) -> None:
         environ = os.environ
         if environ.get("OTEL_PYTHON_CONFIGURATOR", "").strip() != NAME or kill_switch(environ):
-            super()._configure(**kwargs)
+            self._sdk(**kwargs)
             return
         try:
             guard = LoopGuard(config_from_env(environ, ZERO_CODE_DEFAULTS))
         except Exception as exc:  # the environment is warned about, not raised; this is a bug
             _logger.error("otel-loopguard is off: it could not start (%s)", exc)
-            super()._configure(**kwargs)
+            self._sdk(**kwargs)
             return
         wrapped: list[LoopGuardSpanProcessor] = []
         if _CHOOSES_EXPORT_PROCESSOR and not environ.get("OTEL_CONFIG_FILE"):
@@ -77,7 +77,7 @@ class LoopGuardConfigurator(_OTelSDKConfigurator):
             kwargs["export_span_processor"] = _owning(
                 guard, kwargs.get("export_span_processor") or BatchSpanProcessor, wrapped
             )
-        super()._configure(**kwargs)
+        self._sdk(**kwargs)
         if wrapped:
             return
         provider = trace.get_tracer_provider()
@@ -89,6 +89,10 @@ class LoopGuardConfigurator(_OTelSDKConfigurator):
                 type(provider).__name__,
             )
 
+    def _sdk(self, **kwargs: Any) -> None:
+        """The SDK's own set-up."""
+        super()._configure(**kwargs)  # type: ignore[no-untyped-call]  # unannotated in the SDK
+
 
 def _owning(
     guard: LoopGuard, export: ExportProcessor, made: list[LoopGuardSpanProcessor]
@@ -96,7 +100,7 @@ def _owning(
     """A factory the SDK calls once per span exporter: the first call returns the guard's
     processor, which passes every span on to each exporter's processor; later calls add theirs
     to it and return a processor that does nothing (each span is still read once)."""
-    exporting = SynchronousMultiSpanProcessor()
+    exporting = SynchronousMultiSpanProcessor()  # type: ignore[no-untyped-call]  # as above
 
     def factory(exporter: SpanExporter, *args: Any, **kwargs: Any) -> SpanProcessor:
         exporting.add_span_processor(export(exporter, *args, **kwargs))
