@@ -1,4 +1,5 @@
-"""The ``otel-loopguard`` command: ``demo`` shows loops caught; ``validate`` checks a config."""
+"""The ``otel-loopguard`` command: ``demo`` shows loops caught; ``validate`` checks a config;
+``replay`` backtests one on recorded traces."""
 
 from __future__ import annotations
 
@@ -26,9 +27,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from ..config.loading import ConfigError, load_config
 from ..guard import LoopGuard
+from ..otel.otlp_file import OtlpFileError, OtlpJsonFileExporter
 from ..processor import LoopGuardSpanProcessor
 from ..testing import detection_counts
-from . import validate
+from . import replay, validate
 from .demo import DEMO_CONFIG, SCENARIOS, run_scenario
 from .report import render
 
@@ -102,6 +104,14 @@ def _parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="a loop-detection config file (JSON, JSON5, YAML, TOML); default: enabled=true",
     )
+    demo.add_argument(
+        "--export-file",
+        metavar="PATH",
+        help=(
+            "also write the spans to PATH in OTLP/JSON, one request per line, as the "
+            "Collector's file exporter does (for `otel-loopguard replay PATH`)"
+        ),
+    )
     demo.add_argument("--no-color", action="store_true", help="plain text, no ANSI colours")
     validate = commands.add_parser(
         "validate",
@@ -114,6 +124,7 @@ def _parser() -> argparse.ArgumentParser:
         ),
     )
     validate.add_argument("path", metavar="PATH", help="the configuration file")
+    replay.add_parser(commands)
     return parser
 
 
@@ -200,7 +211,15 @@ def _demo(args: argparse.Namespace) -> int:
     otlp = _otlp(args.otlp_endpoint, args.otlp_protocol)
     network = otlp.span_exporter() if otlp is not None else None
     memory = InMemorySpanExporter()
-    tee = _Tee(memory, network) if network is not None else _Tee(memory)
+    exporters: list[SpanExporter] = [memory]
+    if args.export_file:
+        try:
+            exporters.append(OtlpJsonFileExporter(args.export_file))
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.export_file}: {exc.strerror}") from None
+    if network is not None:
+        exporters.append(network)
+    tee = _Tee(*exporters)
     resource = Resource.create({"service.name": "otel-loopguard-demo"})
     provider = TracerProvider(resource=resource)
     reader = InMemoryMetricReader()
@@ -221,6 +240,11 @@ def _demo(args: argparse.Namespace) -> int:
     provider.shutdown()
     meters.force_flush()  # the OTLP metric reader exports only when asked to (see metric_reader)
     meters.shutdown()
+    if args.export_file:
+        print(
+            f"\nSpans written to {args.export_file} (OTLP/JSON); backtest a configuration on "
+            f"them: otel-loopguard replay {args.export_file}"
+        )
     if network is not None:
         if tee.failures:
             print(f"\nwarning: {tee.failures} OTLP export(s) failed; see the log above.")
@@ -259,8 +283,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "demo":
             return _demo(args)
+        if args.command == "replay":
+            return replay.main(args)
         return _validate(args)
-    except (UsageError, ConfigError) as exc:
+    except (UsageError, ConfigError, OtlpFileError) as exc:
         print(f"otel-loopguard: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
