@@ -4,6 +4,7 @@
 agent follows the global block, which here turns detection off.
 
 Run: python examples/per_agent_override.py
+     (needs the json5 package for loopguard.json5: pip install json5)
 """
 
 from pathlib import Path

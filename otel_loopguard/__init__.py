@@ -2,6 +2,7 @@
 
 import logging
 
+from .config.environment import ConfigWarning
 from .config.loading import ConfigError, load_config
 from .config.model import LoopDetectionConfig, LoopGuardConfig
 from .engine.store import InMemoryStore, StoreStats
@@ -15,6 +16,7 @@ logging.getLogger("otel_loopguard").addHandler(logging.NullHandler())
 __all__ = [
     "CompactionLoopPersisted",
     "ConfigError",
+    "ConfigWarning",
     "InMemoryStore",
     "LoopDetectionConfig",
     "LoopGuard",

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, overload
 
 from opentelemetry import metrics, trace
 
+from .config.environment import kill_switch, switched_off
 from .config.loading import ConfigSource, load_config
 from .config.model import LoopGuardConfig
 from .config.settings import Settings, resolve
@@ -34,7 +36,9 @@ class LoopGuard:
 
     ``config``: a mapping, a path (str or Path), a model, or ``None`` for the environment
     (``OTEL_LOOPGUARD_CONFIG`` and friends; defaults when unset). Invalid configuration raises
-    :class:`~otel_loopguard.ConfigError` here, never later. Thread- and asyncio-safe.
+    :class:`~otel_loopguard.ConfigError` here, never later; invalid values from the environment
+    are warned about (``ConfigWarning``) and ignored. ``OTEL_LOOPGUARD_DISABLED=true`` turns it
+    off whatever the configuration. Thread- and asyncio-safe.
     """
 
     def __init__(
@@ -47,6 +51,9 @@ class LoopGuard:
     ) -> None:
         self.config: LoopGuardConfig = load_config(config)
         self.settings: Settings = resolve(self.config)
+        if kill_switch(os.environ):
+            _logger.info("otel-loopguard is off: OTEL_LOOPGUARD_DISABLED=true")
+            self.settings = switched_off(self.settings)
         g = self.settings.globals
         store = store if store is not None else InMemoryStore(g.max_scopes, g.idle_ttl_seconds)
         store.configure(self.settings.max_history_size)

@@ -12,7 +12,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-os.environ["OTEL_LOOPGUARD_STRICT"] = "1"
+os.environ["OTEL_LOOPGUARD_STRICT"] = "true"
 
 
 @pytest.fixture

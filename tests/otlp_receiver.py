@@ -26,6 +26,8 @@ class OtlpReceiver:
     def __init__(self) -> None:
         self.spans: list[Span] = []
         self.metrics: list[Metric] = []
+        self.trace_bodies: list[bytes] = []
+        """Each traces request as it arrived (protobuf, uncompressed)."""
         self._lock = threading.Lock()
         receiver = self
 
@@ -46,6 +48,7 @@ class OtlpReceiver:
                     request = ExportTraceServiceRequest()
                     request.ParseFromString(body)
                     with receiver._lock:
+                        receiver.trace_bodies.append(body)
                         for resource_spans in request.resource_spans:
                             for scope_spans in resource_spans.scope_spans:
                                 receiver.spans.extend(scope_spans.spans)

@@ -59,6 +59,7 @@ def prometheus(app: int, tmp_path: Path) -> Iterator[str]:
         f"rule_files:\n  - {CONFIG / 'alert-rules.yml'}\n"
         "scrape_configs:\n  - job_name: agents\n"
         f"    static_configs:\n      - targets: ['127.0.0.1:{app}']\n"
+        "        labels: {service_name: worker}\n"
     )
     process = subprocess.Popen(
         [
@@ -94,7 +95,8 @@ def test_the_compaction_alert_fires_in_a_real_prometheus(prometheus: str) -> Non
     assert firing, "LoopGuardCompactionLoopPersisted never fired"
     labels = firing[0]["labels"]
     assert labels["gen_ai_tool_name"] == "read_file"  # type: ignore[index]
-    assert labels["job"] == "agents"  # type: ignore[index]
+    assert labels["service_name"] == "worker"  # type: ignore[index]  # grouped by service
+    assert "job" not in labels  # type: ignore[operator]  # not by the scrape target
     query = get(f"{prometheus}/api/v1/query?query=loopguard_detections_total")
     series = query["data"]["result"]  # type: ignore[index]
     assert any(s["metric"]["loopguard_detector"] == "compaction_loop_persisted" for s in series)

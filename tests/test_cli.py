@@ -162,3 +162,61 @@ def test_validate_reports_a_bad_config_file(tmp_path: Path) -> None:
     good = tmp_path / "good.json"
     good.write_text('{"enabled": true}')
     assert run("validate", str(good)).returncode == 0
+
+
+def row(out: str, setting: str) -> list[str]:
+    """The cells of a settings table row, split on the two-space column gaps."""
+    line = next(line for line in out.splitlines() if line.startswith(setting + " "))
+    return [cell.strip() for cell in line.split("  ") if cell.strip()]
+
+
+def test_validate_prints_the_effective_settings_per_agent_and_where_each_came_from(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "loopguard.yaml"
+    path.write_text(
+        "tools:\n  loopDetection: {enabled: true, warningThreshold: 12}\n"
+        "agents:\n  list:\n    - id: safe-runner\n"
+        "      tools: {loopDetection: {warningThreshold: 8, criticalThreshold: 16}}\n"
+    )
+    result = run("validate", str(path))
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "agent 'safe-runner'" in out.splitlines()[2]
+    assert row(out, "warningThreshold") == ["warningThreshold", "12", "(file)", "8", "(agent)"]
+    assert row(out, "historySize") == ["historySize", "30", "(default)", "30", "(default)"]
+    assert row(out, "enabled") == ["enabled", "true", "(file)", "true", "(file)"]
+    assert row(out, "scope") == ["scope", "trace", "(default)"]
+    assert "No value was changed" in out
+
+
+def test_validate_shows_every_normalisation_and_a_breaker_that_cannot_fire(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "loopguard.json"
+    path.write_text('{"criticalThreshold": 5, "historySize": 20}')
+    result = run("validate", str(path))
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert row(out, "criticalThreshold") == ["criticalThreshold", "11", "(raised from 5)"]
+    assert "tools.loopDetection: criticalThreshold 5 \u2264 warningThreshold 10 \u2192 11" in out
+    assert "globalCircuitBreakerThreshold 30 > historySize 20" in out
+    assert "can never fire" in out
+
+
+def test_validate_explains_an_error_in_the_users_words(tmp_path: Path) -> None:
+    path = tmp_path / "loopguard.json5"
+    path.write_text("{agents: {list: [{tools: {}}]}, loopDetection: {}}")
+    result = run("validate", str(path))
+    assert result.returncode == 2
+    assert "agents.list.0.id: missing" in result.stderr
+    assert "'loopDetection' is not allowed here; it belongs in tools" in result.stderr
+    assert "Field required" not in result.stderr
+
+
+def test_version() -> None:
+    from importlib.metadata import version
+
+    result = run("--version")
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"otel-loopguard {version('otel-loopguard')}"

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
+import warnings
 from pathlib import Path
 
 import pytest
 
 from otel_loopguard import ConfigError, LoopGuard, LoopGuardConfig, load_config
+from otel_loopguard.config.environment import ConfigWarning
 from otel_loopguard.config.settings import resolve
 
 SEED_JSON5 = """
@@ -177,21 +180,97 @@ def test_single_fields_from_the_environment_override_the_file(
 
 
 @pytest.mark.parametrize(
-    ("variable", "value"),
+    ("variable", "value", "allowed"),
     [
-        ("OTEL_LOOPGUARD_HISTORY_SIZE", "0"),
-        ("OTEL_LOOPGUARD_HISTORY_SIZE", "ten"),
-        ("OTEL_LOOPGUARD_ENABLED", "maybe"),
+        ("OTEL_LOOPGUARD_HISTORY_SIZE", "0", "an integer >= 1"),
+        ("OTEL_LOOPGUARD_HISTORY_SIZE", "ten", "an integer >= 1"),
+        ("OTEL_LOOPGUARD_ENABLED", "maybe", "true or false"),
+        ("OTEL_LOOPGUARD_OBSERVE_ONLY", "1", "true or false"),
+        ("OTEL_LOOPGUARD_SCOPE", "planet", "'trace', 'conversation'"),
     ],
 )
-def test_bad_environment_values_name_the_variable(
-    monkeypatch: pytest.MonkeyPatch, variable: str, value: str
+def test_a_bad_environment_value_is_warned_about_and_ignored(
+    monkeypatch: pytest.MonkeyPatch, variable: str, value: str, allowed: str
 ) -> None:
+    monkeypatch.setenv("OTEL_LOOPGUARD_WARNING_THRESHOLD", "7")  # a good one beside it
     monkeypatch.setenv(variable, value)
-    with pytest.raises(ConfigError) as info:
-        load_config(None)
-    assert variable in str(info.value)
-    assert repr(value) in str(info.value)
+    with pytest.warns(ConfigWarning) as caught:
+        settings = LoopGuard().settings
+    message = str(caught[0].message)
+    assert variable in message
+    assert repr(value) in message
+    assert allowed in message
+    assert settings.default == resolve(load_config({"warningThreshold": 7})).default
+
+
+def test_a_bad_value_in_code_still_raises() -> None:
+    with pytest.raises(ConfigError, match="historySize"):
+        LoopGuard({"historySize": 0})
+
+
+@pytest.mark.parametrize("value", ["true", "True", "TRUE"])
+def test_only_true_in_any_case_is_true(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv("OTEL_LOOPGUARD_ENABLED", value)
+    assert LoopGuard().settings.default.enabled is True
+
+
+@pytest.mark.parametrize("value", ["1", "yes", "on"])
+def test_other_truthy_spellings_are_not_true(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv("OTEL_LOOPGUARD_ENABLED", value)
+    with pytest.warns(ConfigWarning, match="allowed: true or false"):
+        assert LoopGuard().settings.default.enabled is None
+
+
+def test_an_empty_variable_is_unset(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_LOOPGUARD_HISTORY_SIZE", "")
+    monkeypatch.setenv("OTEL_LOOPGUARD_ENABLED", "  ")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        default = LoopGuard().settings.default
+    assert (default.history_size, default.enabled) == (30, None)
+
+
+@pytest.mark.parametrize(
+    ("variables", "rolling", "active"),
+    [
+        ({}, False, True),
+        ({"OTEL_LOOPGUARD_ENABLED": "true"}, True, True),
+        ({"OTEL_LOOPGUARD_DISABLED": "true"}, False, False),
+        ({"OTEL_LOOPGUARD_ENABLED": "true", "OTEL_LOOPGUARD_DISABLED": "true"}, False, False),
+    ],
+)
+def test_the_three_states_of_enabled_from_two_boolean_variables(
+    monkeypatch: pytest.MonkeyPatch, variables: dict[str, str], rolling: bool, active: bool
+) -> None:
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    default = LoopGuard().settings.default
+    assert (default.rolling_enabled, default.active) == (rolling, active)
+
+
+def test_enabled_false_leaves_the_configuration_as_it_is_and_says_how_to_turn_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OTEL_LOOPGUARD_ENABLED", "false")
+    with pytest.warns(ConfigWarning, match="OTEL_LOOPGUARD_DISABLED=true"):
+        default = LoopGuard().settings.default
+    assert default.active is True  # the post-compaction guard still runs
+
+
+def test_the_kill_switch_wins_over_a_configuration_passed_in_code(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OTEL_LOOPGUARD_DISABLED", "TRUE")
+    guard = LoopGuard(SEED)
+    assert guard.settings.default.active is False
+    assert guard.settings.for_agent("safe-runner").active is False
+    verdicts = [guard.check("read_file", {"path": "a"}, scope="run") for _ in range(25)]
+    assert {v.action for v in verdicts} == {"none"}
+
+
+def test_the_kill_switch_off_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_LOOPGUARD_DISABLED", "false")
+    assert LoopGuard({"enabled": True}).settings.default.rolling_enabled is True
 
 
 def test_no_configuration_means_the_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -403,12 +482,14 @@ def test_a_missing_file_is_an_error_not_the_defaults(tmp_path: Path) -> None:
         load_config(tmp_path / "nope.yaml")
 
 
-def test_a_missing_file_named_by_the_environment_is_an_error(
+def test_a_file_named_by_the_environment_that_cannot_be_used_is_warned_about_and_ignored(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OTEL_LOOPGUARD_CONFIG", str(tmp_path / "absent.json"))
-    with pytest.raises(ConfigError, match=r"absent\.json"):
-        LoopGuard()
+    monkeypatch.setenv("OTEL_LOOPGUARD_ENABLED", "true")
+    with pytest.warns(ConfigWarning, match=r"OTEL_LOOPGUARD_CONFIG: .*absent\.json.*not found"):
+        guard = LoopGuard()
+    assert guard.settings.default.rolling_enabled is True  # the variables still apply
 
 
 def test_values_in_a_file_are_validated_like_a_mapping(tmp_path: Path) -> None:
@@ -429,3 +510,57 @@ def test_an_unknown_file_type_is_refused(tmp_path: Path) -> None:
 def test_a_configuration_of_the_wrong_kind_is_refused() -> None:
     with pytest.raises(ConfigError, match="expected a mapping"):
         load_config(42)  # type: ignore[arg-type]  # the point is the wrong type
+
+
+@pytest.mark.parametrize(
+    ("module", "suffix", "command"),
+    [("yaml", ".yaml", "pip install PyYAML"), ("json5", ".json5", "pip install json5")],
+)
+def test_a_missing_parser_names_the_pip_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, module: str, suffix: str, command: str
+) -> None:
+    monkeypatch.setitem(sys.modules, module, None)  # as if it were not installed
+    path = tmp_path / f"c{suffix}"
+    path.write_text("{}")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(info.value).endswith(command)
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"agents": {"list": [{"tools": {}}]}}, "agents.list.0.id: missing; required"),
+        ({"agents": {"list": [{"id": "a"}, {"id": "a"}]}}, "agents: agent id 'a' is listed twice"),
+        ({"scope": "planet"}, "loopDetection.scope: got 'planet'; must be 'trace', "),
+        ({"abortAfterCriticals": -1}, "got -1; allowed: an integer >= 0"),
+        (
+            {"tools": {"loopDetection": {"windowSize": 3}}},
+            "'windowSize' is not allowed here; it belongs in postCompactionGuard",
+        ),
+        (
+            {"loopDetection": {}, "agents": {}},
+            "'loopDetection' is not allowed here; it belongs in tools",
+        ),
+    ],
+)
+def test_errors_speak_the_users_language(config: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(config)
+    text = str(info.value)
+    assert message in text
+    for pydantic_words in ("Field required", "Value error", "NoneType", "did you mean 'loopD"):
+        assert pydantic_words not in text
+
+
+def test_a_top_level_loop_detection_block_is_accepted() -> None:
+    config = load_config({"loopDetection": {"enabled": True, "warningThreshold": 4}})
+    assert resolve(config).default.warning_threshold == 4
+    assert resolve(config).default.rolling_enabled is True
+
+
+def test_an_empty_file_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "empty.yaml"
+    path.write_text("")
+    with pytest.raises(ConfigError, match="the file is empty"):
+        load_config(path)

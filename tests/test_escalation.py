@@ -351,7 +351,7 @@ def test_a_check_outside_any_span_without_a_scope_warns_once(
 def test_a_check_outside_any_span_without_a_scope_raises_in_strict_mode(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv(ENV_STRICT, "1")
+    monkeypatch.setenv(ENV_STRICT, "true")
     r = rig(ON)
     with pytest.raises(ValueError, match="scope="):
         r.guard.check("read_file", {"path": "a"})

@@ -174,7 +174,8 @@ def test_a_loop_veto_result_is_a_blocked_call_not_an_outcome() -> None:
     verdicts = replay(calls, {"enabled": True, "vetoContinuesStreak": False})
     assert {v.level for v in verdicts} == {"ok", "warning"}
     counted = replay(calls, {"enabled": True})
-    assert counted[20].detector == "generic_repeat" and counted[20].blocked
+    assert counted[20].detector == "generic_repeat"
+    assert counted[20].blocked
 
 
 # -- loop classes ---------------------------------------------------------------------------
@@ -226,7 +227,10 @@ def test_unchanged_writes_are_no_progress_and_churn() -> None:
 
 
 def _failing(n: int, command: str) -> Call:
-    output = f"error: linker failed at 2026-12-04T10:00:{n % 60:02d}Z attempt {n} pid {1000 + n} after {n * 7}ms"
+    output = (
+        f"error: linker failed at 2026-12-04T10:00:{n % 60:02d}Z attempt {n} "
+        f"pid {1000 + n} after {n * 7}ms"
+    )
     return Call(
         "exec",
         {"command": command},
@@ -339,7 +343,8 @@ def test_profile_openclaw_breaker_blocks_one_call() -> None:
     calls = [Call("read", {"path": "a"}, "same")] * 32
     verdicts = replay(calls, OPENCLAW)
     assert verdicts[30].detector == "global_circuit_breaker"
-    assert verdicts[30].blocked and not verdicts[30].aborted
+    assert verdicts[30].blocked
+    assert not verdicts[30].aborted
     assert "this call is blocked" in verdicts[30].message
     assert replay(calls, {"enabled": True, "abortAfterCriticals": 0})[30].aborted
 
@@ -348,7 +353,8 @@ def test_profile_openclaw_lets_a_missing_tool_be_tried_again_after_its_block() -
     calls = [Call("lookup", {"q": 1}, error="unknown tool: nope")] * 13
     ours = replay(calls, {"enabled": True, "abortAfterCriticals": 0})
     theirs = replay(calls, OPENCLAW)
-    assert ours[10].blocked and theirs[10].blocked
+    assert ours[10].blocked
+    assert theirs[10].blocked
     # OpenClaw: the veto ends the streak, so the 12th call runs; ours keeps blocking.
     assert ours[11].blocked
     assert not theirs[11].blocked

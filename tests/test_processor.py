@@ -24,6 +24,7 @@ def test_the_public_surface_is_what_we_mean() -> None:
     assert set(otel_loopguard.__all__) == {
         "CompactionLoopPersisted",
         "ConfigError",
+        "ConfigWarning",
         "InMemoryStore",
         "LoopDetectionConfig",
         "LoopGuard",

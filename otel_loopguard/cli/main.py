@@ -1,4 +1,5 @@
-"""The ``otel-loopguard`` command: ``demo`` shows loops caught; ``validate`` checks a config."""
+"""The ``otel-loopguard`` command: ``demo`` shows loops caught; ``validate`` checks a config;
+``replay`` backtests one on recorded traces."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import socket
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
@@ -24,10 +26,11 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from ..config.loading import ConfigError, load_config
-from ..config.settings import resolve
 from ..guard import LoopGuard
+from ..otel.otlp_file import OtlpFileError, OtlpJsonFileExporter
 from ..processor import LoopGuardSpanProcessor
 from ..testing import detection_counts
+from . import replay, validate
 from .demo import DEMO_CONFIG, SCENARIOS, run_scenario
 from .report import render
 
@@ -65,6 +68,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="otel-loopguard",
         description="Stop LLM agents looping on tool calls, using their OpenTelemetry spans.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     demo = commands.add_parser(
         "demo",
@@ -100,13 +104,27 @@ def _parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="a loop-detection config file (JSON, JSON5, YAML, TOML); default: enabled=true",
     )
+    demo.add_argument(
+        "--export-file",
+        metavar="PATH",
+        help=(
+            "also write the spans to PATH in OTLP/JSON, one request per line, as the "
+            "Collector's file exporter does (for `otel-loopguard replay PATH`)"
+        ),
+    )
     demo.add_argument("--no-color", action="store_true", help="plain text, no ANSI colours")
     validate = commands.add_parser(
         "validate",
-        help="check a configuration file and print the resolved settings",
-        description="Load a configuration file exactly as LoopGuard would and show the result.",
+        help="check a configuration file and print the effective settings",
+        description=(
+            "Load a configuration file exactly as LoopGuard would and print the effective "
+            "settings, globally and per agent, each marked with where it came from (the file's "
+            "global block, the agent's block, or the default), and every value the runtime "
+            "changed or that cannot take effect."
+        ),
     )
     validate.add_argument("path", metavar="PATH", help="the configuration file")
+    replay.add_parser(commands)
     return parser
 
 
@@ -193,7 +211,15 @@ def _demo(args: argparse.Namespace) -> int:
     otlp = _otlp(args.otlp_endpoint, args.otlp_protocol)
     network = otlp.span_exporter() if otlp is not None else None
     memory = InMemorySpanExporter()
-    tee = _Tee(memory, network) if network is not None else _Tee(memory)
+    exporters: list[SpanExporter] = [memory]
+    if args.export_file:
+        try:
+            exporters.append(OtlpJsonFileExporter(args.export_file))
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.export_file}: {exc.strerror}") from None
+    if network is not None:
+        exporters.append(network)
+    tee = _Tee(*exporters)
     resource = Resource.create({"service.name": "otel-loopguard-demo"})
     provider = TracerProvider(resource=resource)
     reader = InMemoryMetricReader()
@@ -214,6 +240,11 @@ def _demo(args: argparse.Namespace) -> int:
     provider.shutdown()
     meters.force_flush()  # the OTLP metric reader exports only when asked to (see metric_reader)
     meters.shutdown()
+    if args.export_file:
+        print(
+            f"\nSpans written to {args.export_file} (OTLP/JSON); backtest a configuration on "
+            f"them: otel-loopguard replay {args.export_file}"
+        )
     if network is not None:
         if tee.failures:
             print(f"\nwarning: {tee.failures} OTLP export(s) failed; see the log above.")
@@ -235,12 +266,15 @@ def _detections(reader: InMemoryMetricReader) -> dict[str, int]:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    settings = resolve(load_config(args.path))
-    print(f"{args.path}: valid")
-    print(f"  default: {settings.default}")
-    for agent, resolved in settings.agents.items():
-        print(f"  agent {agent!r}: {resolved}")
+    print(validate.report(args.path))
     return 0
+
+
+def _version() -> str:
+    try:
+        return metadata.version("otel-loopguard")
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return "(not installed)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -249,8 +283,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "demo":
             return _demo(args)
+        if args.command == "replay":
+            return replay.main(args)
         return _validate(args)
-    except (UsageError, ConfigError) as exc:
+    except (UsageError, ConfigError, OtlpFileError) as exc:
         print(f"otel-loopguard: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -19,33 +19,7 @@ from pydantic import ValidationError
 
 from .model import LoopDetectionConfig, LoopGuardConfig, known_keys
 
-__all__ = [
-    "ENV_CONFIG",
-    "ENV_FIELDS",
-    "ConfigError",
-    "config_from_env",
-    "load_config",
-    "load_file",
-]
-
-ENV_CONFIG = "OTEL_LOOPGUARD_CONFIG"
-"""Path of a configuration file."""
-
-ENV_FIELDS: dict[str, tuple[str, ...]] = {
-    "OTEL_LOOPGUARD_ENABLED": ("enabled",),
-    "OTEL_LOOPGUARD_HISTORY_SIZE": ("historySize",),
-    "OTEL_LOOPGUARD_WARNING_THRESHOLD": ("warningThreshold",),
-    "OTEL_LOOPGUARD_CRITICAL_THRESHOLD": ("criticalThreshold",),
-    "OTEL_LOOPGUARD_UNKNOWN_TOOL_THRESHOLD": ("unknownToolThreshold",),
-    "OTEL_LOOPGUARD_GLOBAL_CIRCUIT_BREAKER_THRESHOLD": ("globalCircuitBreakerThreshold",),
-    "OTEL_LOOPGUARD_POST_COMPACTION_WINDOW_SIZE": ("postCompactionGuard", "windowSize"),
-    "OTEL_LOOPGUARD_OBSERVE_ONLY": ("observeOnly",),
-    "OTEL_LOOPGUARD_SCOPE": ("scope",),
-}
-"""Single global fields, laid over the file named by ``OTEL_LOOPGUARD_CONFIG``."""
-
-_BOOL_FIELDS = {"enabled", "observeOnly"}
-_STR_FIELDS = {"scope"}
+__all__ = ["ConfigError", "load_config", "load_file"]
 
 
 class ConfigError(ValueError):
@@ -62,6 +36,8 @@ def load_config(source: ConfigSource | None = None) -> LoopGuardConfig:
     mapping is a bare ``loopDetection`` block.
     """
     if source is None:
+        from .environment import config_from_env  # it loads files with this module
+
         return config_from_env(os.environ)
     if isinstance(source, LoopGuardConfig):
         return source
@@ -89,9 +65,11 @@ def load_file(path: str | os.PathLike[str]) -> LoopGuardConfig:
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{file}: not UTF-8 text ({exc.reason})") from None
     data = _parse(file, text)
+    if data is None:
+        raise ConfigError(f"{file}: the file is empty; write a mapping (object/table) in it")
     if not isinstance(data, Mapping):
         raise ConfigError(
-            f"{file}: the top level must be a mapping (object/table), got {type(data).__name__}"
+            f"{file}: the top level must be a mapping (object/table), got {_kind(data)}"
         )
     return _from_mapping(data, origin=str(file))
 
@@ -104,13 +82,13 @@ def _parse(file: Path, text: str) -> Any:
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{file}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
     if suffix == ".json5":
-        json5 = _optional("json5", "json5")
+        json5 = _optional("json5", "json5", ".json5")
         try:
             return json5.loads(text)
         except ValueError as exc:
             raise ConfigError(f"{file}: invalid JSON5 at {_json5_where(str(exc))}") from None
     if suffix in (".yaml", ".yml"):
-        yaml = _optional("yaml", "yaml")
+        yaml = _optional("yaml", "PyYAML", ".yaml")
         try:
             return yaml.safe_load(text)
         except yaml.YAMLError as exc:
@@ -135,16 +113,19 @@ def _json5_where(message: str) -> str:
     return f"line {match.group(1)}: {match.group(2)}" if match else message
 
 
-def _optional(module: str, extra: str) -> Any:
+def _optional(module: str, package: str, suffix: str) -> Any:
     try:
         return __import__(module)
     except ImportError:
         raise ConfigError(
-            f"reading this file needs the {module!r} package: pip install 'otel-loopguard[{extra}]'"
+            f"reading {suffix} files needs the {package} package: pip install {package}"
         ) from None
 
 
 def _from_mapping(data: Mapping[str, Any], origin: str) -> LoopGuardConfig:
+    if set(data) == {"loopDetection"}:
+        # The block under its own name, as the seed's documentation shows it on its own.
+        data = {"tools": data}
     whole = "tools" in data or "agents" in data
     try:
         if whole:
@@ -164,26 +145,77 @@ def _describe(exc: ValidationError, origin: str, prefix: str) -> str:
         kind = error["type"]
         given = error.get("input")
         if kind == "extra_forbidden":
-            key = loc[-1] if loc else "?"
-            close = difflib.get_close_matches(key, list(keys), n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            lines.append(f"{path}: unknown key {key!r}{hint}")
-            continue
-        lines.append(f"{path}: got {_show(given)}; {_allowed(kind, error)}")
+            lines.append(f"{path}: {_unknown_key(loc[-1] if loc else '?', keys)}")
+        elif kind == "missing":
+            lines.append(f"{path}: missing; {_allowed('missing', error)}")
+        elif kind == "value_error":
+            # Our own validators' messages, which say what is allowed; pydantic prefixes them.
+            message = str(error["msg"]).removeprefix("Value error, ")
+            shown = "" if isinstance(given, Mapping) else f"got {_show(given)}; "
+            lines.append(f"{path}: {shown}{message}")
+        else:
+            lines.append(f"{path}: got {_show(given)}; {_allowed(kind, error)}")
     count = len(lines)
     head = f"{origin}: {count} invalid setting{'s' if count != 1 else ''}"
     return head + "\n  " + "\n  ".join(lines)
 
 
+_PLACES = {
+    "LoopGuardConfig": "the top level",
+    "_Tools": "tools",
+    "_Agents": "agents",
+    "AgentEntry": "an agents.list entry",
+    "_AgentTools": "tools (tools.loopDetection, or an agent's tools.loopDetection)",
+    "LoopDetectionConfig": "a loopDetection block",
+    "DetectorToggles": "detectors",
+    "PostCompactionGuardConfig": "postCompactionGuard",
+    "PollToolRule": "a knownPollTools entry",
+    "ToolSpanRule": "a toolSpans entry",
+    "CompactionRecognition": "compaction",
+    "StoreConfig": "store",
+    "MetricsConfig": "metrics",
+}
+
+
+def _unknown_key(key: str, keys: Mapping[str, Any]) -> str:
+    """An unknown key, with where it belongs if it is a key somewhere else, or a close match."""
+    home = keys.get(key)
+    if home is not None:
+        place = _PLACES.get(home.__name__, home.__name__)
+        return f"{key!r} is not allowed here; it belongs in {place}"
+    close = difflib.get_close_matches(key, list(keys), n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"unknown key {key!r}{hint}"
+
+
+def _kind(value: object) -> str:
+    """A value's type in the words of a configuration file."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list | tuple):
+        return "a list"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    return f"a {type(value).__name__}"
+
+
 def _show(value: object) -> str:
-    text = repr(value)
+    text = "null" if value is None else repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _allowed(kind: str, error: Any) -> str:
     ctx = error.get("ctx") or {}
+    if kind == "missing":
+        return "required (a non-empty string)"
     if kind in ("greater_than_equal", "int_type", "int_from_float", "int_parsing"):
-        return "allowed: an integer >= 1"
+        return f"allowed: an integer >= {ctx.get('ge', 1)}"
     if kind == "greater_than":
         return f"allowed: a number > {ctx.get('gt')}"
     if kind == "bool_type":
@@ -196,45 +228,4 @@ def _allowed(kind: str, error: Any) -> str:
         return "allowed: a list"
     if kind == "literal_error":
         return f"allowed: {ctx.get('expected')}"
-    return f"allowed: {error['msg']}"
-
-
-def config_from_env(environ: Mapping[str, str]) -> LoopGuardConfig:
-    """The file named by ``OTEL_LOOPGUARD_CONFIG`` (if any), then single-field variables over it."""
-    path = environ.get(ENV_CONFIG)
-    config = load_file(path) if path else LoopGuardConfig()
-    overrides: dict[str, Any] = {}
-    for variable, field_path in ENV_FIELDS.items():
-        raw = environ.get(variable)
-        if raw is None or raw.strip() == "":
-            continue
-        value = _env_value(variable, field_path[-1], raw.strip())
-        target = overrides
-        for part in field_path[:-1]:
-            target = target.setdefault(part, {})
-        target[field_path[-1]] = value
-    if not overrides:
-        return config
-    data = config.model_dump(by_alias=True, exclude_none=True)
-    block = data.setdefault("tools", {}).setdefault("loopDetection", {})
-    for key, value in overrides.items():
-        if isinstance(value, dict):
-            block[key] = {**block.get(key, {}), **value}
-        else:
-            block[key] = value
-    return _from_mapping(data, origin="environment")
-
-
-def _env_value(variable: str, field: str, raw: str) -> object:
-    if field in _BOOL_FIELDS:
-        lowered = raw.lower()
-        if lowered in ("true", "1", "yes", "on"):
-            return True
-        if lowered in ("false", "0", "no", "off"):
-            return False
-        raise ConfigError(f"{variable}: got {raw!r}; allowed: true or false")
-    if field in _STR_FIELDS:
-        return raw
-    if not re.fullmatch(r"\+?\d+", raw) or int(raw) < 1:
-        raise ConfigError(f"{variable}: got {raw!r}; allowed: an integer >= 1")
-    return int(raw)
+    return f"allowed: {str(error['msg']).lower()}"

@@ -14,6 +14,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     StrictBool,
     StrictFloat,
     StrictInt,
@@ -233,23 +234,21 @@ class _Agents(_Block):
     listed: list[AgentEntry] = Field(default_factory=list, alias="list")
     entries: dict[Name, OpenClawAgent] | None = None
     """OpenClaw's current shape: a map from agent id to the agent's settings."""
+    _mapped: list[AgentEntry] = PrivateAttr(default_factory=list)
 
     @model_validator(mode="after")
     def _unique_ids(self) -> _Agents:
         seen: set[str] = set()
-        for entry in self.all_entries:
+        for entry in self.listed:
             if entry.id in seen:
-                raise ValueError(
-                    f"agent id {entry.id!r} is given twice (in agents.list and agents.entries, "
-                    "or twice in agents.list)"
-                )
+                raise ValueError(f"agent id {entry.id!r} is listed twice")
             seen.add(entry.id)
-        return self
-
-    @property
-    def all_entries(self) -> list[AgentEntry]:
-        """``agents.list[]`` entries, then ``agents.entries`` ones in the seed's shape."""
-        mapped = [
+        for agent_id in self.entries or {}:
+            if agent_id in seen:
+                raise ValueError(f"agent id {agent_id!r} is in both agents.list and agents.entries")
+        # Each map entry in the seed's shape, made here so that its errors (a global-only
+        # key) are refused at load, as the list's are.
+        self._mapped = [
             AgentEntry(
                 id=agent_id,
                 tools=_AgentTools(loop_detection=agent.tools.loop_detection)
@@ -258,7 +257,12 @@ class _Agents(_Block):
             )
             for agent_id, agent in (self.entries or {}).items()
         ]
-        return [*self.listed, *mapped]
+        return self
+
+    @property
+    def all_entries(self) -> list[AgentEntry]:
+        """``agents.list[]`` entries, then ``agents.entries`` ones in the seed's shape."""
+        return [*self.listed, *self._mapped]
 
 
 class LoopGuardConfig(_Block):

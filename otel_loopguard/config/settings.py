@@ -225,6 +225,9 @@ class Settings:
     globals: GlobalSettings
     default: ResolvedConfig
     agents: dict[str, ResolvedConfig]
+    notes: tuple[str, ...] = ()
+    """Every normalisation applied and every setting that cannot take effect, in words (each is
+    also logged once)."""
 
     def for_agent(self, agent: str | None) -> ResolvedConfig:
         if agent is None:
@@ -265,7 +268,7 @@ breaker that blocks one call. The thresholds are OpenClaw's too (it keeps them f
 ones are honoured, as OpenClaw's legacy keys)."""
 
 
-def _normalise(block: LoopDetectionConfig, label: str) -> ResolvedConfig:
+def _normalise(block: LoopDetectionConfig, label: str, notes: list[str]) -> ResolvedConfig:
     profile = block.profile or "loopguard"
     defaults = OPENCLAW_DEFAULTS if profile == "openclaw" else ResolvedConfig(enabled=None)
     warning = block.warning_threshold or defaults.warning_threshold
@@ -280,6 +283,10 @@ def _normalise(block: LoopDetectionConfig, label: str) -> ResolvedConfig:
             warning,
             warning + 1,
         )
+        notes.append(
+            f"{label}: criticalThreshold {critical} \u2264 warningThreshold {warning} \u2192 "
+            f"{warning + 1}"
+        )
         critical = warning + 1
     if breaker <= critical:
         _log.warning(
@@ -289,6 +296,10 @@ def _normalise(block: LoopDetectionConfig, label: str) -> ResolvedConfig:
             critical,
             critical + 1,
         )
+        notes.append(
+            f"{label}: globalCircuitBreakerThreshold {breaker} \u2264 criticalThreshold "
+            f"{critical} \u2192 {critical + 1}"
+        )
         breaker = critical + 1
     if breaker > history:
         _log.warning(
@@ -297,6 +308,10 @@ def _normalise(block: LoopDetectionConfig, label: str) -> ResolvedConfig:
             label,
             breaker,
             history,
+        )
+        notes.append(
+            f"{label}: globalCircuitBreakerThreshold {breaker} > historySize {history}: the "
+            "global circuit breaker can never fire (a streak cannot be longer than the window)"
         )
     toggles = block.detectors or DetectorToggles()
     volatile = (
@@ -399,13 +414,12 @@ def _globals(block: LoopDetectionConfig) -> GlobalSettings:
 def resolve(config: LoopGuardConfig) -> Settings:
     """Resolve the global block and every listed agent once; each threshold raise is logged once."""
     base = config.loop_detection
+    notes: list[str] = []
+    default = _normalise(base, "tools.loopDetection", notes)
     agents = {
-        entry.id: _normalise(_merge(base, entry.loop_detection), f"agent {entry.id!r}")
+        entry.id: _normalise(_merge(base, entry.loop_detection), f"agent {entry.id!r}", notes)
         for entry in config.agent_entries
     }
     return Settings(
-        source=config,
-        globals=_globals(base),
-        default=_normalise(base, "tools.loopDetection"),
-        agents=agents,
+        source=config, globals=_globals(base), default=default, agents=agents, notes=tuple(notes)
     )

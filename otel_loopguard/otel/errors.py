@@ -1,6 +1,6 @@
 """Internal errors: logged once per kind, swallowed in production, re-raised in strict mode.
 
-Strict mode (``OTEL_LOOPGUARD_STRICT=1``, set by this project's test suite) makes a bug in
+Strict mode (``OTEL_LOOPGUARD_STRICT=true``, set by this project's test suite) makes a bug in
 otel-loopguard fail the tests instead of hiding behind the never-break-the-host rule.
 
 Reporting itself can fail: a logging filter or handler of the application may raise (redaction
@@ -27,7 +27,7 @@ _MAX_FRAMES = 12
 
 def strict_mode() -> bool:
     """Whether internal errors are re-raised (this project's tests), read from the environment."""
-    return os.environ.get(ENV_STRICT, "").lower() in ("1", "true", "yes")
+    return os.environ.get(ENV_STRICT, "").strip().lower() == "true"
 
 
 class InternalErrors:

@@ -1,0 +1,258 @@
+"""``otel-loopguard replay FILE``: what a configuration would have done on recorded traces.
+
+Reads OTLP files (JSON lines as the Collector's file exporter and ``otel-loopguard demo
+--export-file`` write them, or protobuf), finds the tool calls as the span processor does,
+replays each run through the same engine, and prints per run what would have fired and a summary
+by detector and tool. Several ``--config`` files are compared side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import groupby
+from typing import Any
+
+from ..config.loading import load_config
+from ..config.model import LoopGuardConfig
+from ..config.settings import resolve
+from ..engine.replay import COMPACTION, Call, Compaction, replay
+from ..engine.verdict import COMPACTION_DETECTOR, Verdict
+from ..otel.otlp_file import OtlpFileError, RecordedSpan, read_spans
+from ..otel.recorded import RecordedCall, RecordedRun, runs_of
+from .progress import ProgressBar
+
+__all__ = ["add_parser", "main"]
+
+DEFAULT_LABEL = "enabled: true"
+_PROGRESS_FROM = 1 << 20
+"""Without --progress, a bar is drawn for files from this size on (and only on a terminal)."""
+
+
+def add_parser(commands: Any) -> None:
+    """The ``replay`` command's arguments."""
+    parser = commands.add_parser(
+        "replay",
+        help="backtest a configuration on recorded traces (OTLP JSON or protobuf files)",
+        description=(
+            "Replay recorded traces through the detectors and print, per run, what would have "
+            "been warned, blocked and aborted, then a summary by detector and tool. Reads the "
+            "OTLP/JSON the Collector's file exporter and `otel-loopguard demo --export-file` "
+            "write, or OTLP protobuf (length-prefixed messages, or one request)."
+        ),
+    )
+    parser.add_argument("files", nargs="+", metavar="FILE", help="an OTLP trace file")
+    parser.add_argument(
+        "--config",
+        action="append",
+        metavar="PATH",
+        help=(
+            "a configuration file to replay with (repeat it to compare several); "
+            f"default: {DEFAULT_LABEL}, every other setting at its default"
+        ),
+    )
+    parser.add_argument(
+        "--all", action="store_true", help="also list the runs where nothing would have fired"
+    )
+    parser.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="a progress bar on stderr while reading (default: for large files on a terminal)",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Step:
+    number: int
+    tool: str
+    verdict: Verdict
+
+
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    """One run replayed under one configuration."""
+
+    run: RecordedRun
+    steps: list[_Step]
+    """The calls with a non-ok verdict, up to the abort."""
+    aborted_at: int | None
+    calls: int
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run ``replay``; a file or configuration that cannot be used raises its error."""
+    configs: list[tuple[str, LoopGuardConfig]] = [
+        (path, load_config(path)) for path in args.config or ()
+    ] or [(DEFAULT_LABEL, load_config({"enabled": True}))]
+    spans: list[RecordedSpan] = []
+    for file in args.files:
+        spans.extend(_read(file, args.progress))
+    results = [(label, _replay_all(spans, config)) for label, config in configs]
+    print("\n".join(_report(results, args.files, show_all=args.all)))
+    return 0
+
+
+def _read(file: str, progress: bool | None) -> list[RecordedSpan]:
+    try:
+        size = os.path.getsize(file)
+    except OSError as exc:
+        raise OtlpFileError(f"{file}: cannot read: {exc.strerror}") from None
+    if progress is None:
+        progress = size >= _PROGRESS_FROM and sys.stderr.isatty()
+    bar = ProgressBar(sys.stderr, f"reading {os.path.basename(file)}") if progress else None
+    try:
+        return list(read_spans(file, bar))
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _replay_all(spans: Sequence[RecordedSpan], config: LoopGuardConfig) -> list[_Outcome]:
+    settings = resolve(config)
+    return [_replay(run, config) for run in runs_of(spans, settings.globals)]
+
+
+def _replay(run: RecordedRun, config: LoopGuardConfig) -> _Outcome:
+    items: list[Call | Compaction] = [
+        item.call if isinstance(item, RecordedCall) else COMPACTION for item in run.items
+    ]
+    calls = run.calls
+    if calls:
+        # The post-compaction guard fires as a call completes; replay gives that abort as the
+        # verdict of the next call. One more call after the last shows whether the last fired.
+        items.append(calls[-1].call)
+    steps: list[_Step] = []
+    aborted_at = None
+    verdicts = replay(items, config)
+    for number, verdict in enumerate(verdicts, 1):
+        if verdict.aborted and verdict.detector == COMPACTION_DETECTOR:
+            number -= 1  # it fired at the end of the previous call, on that call's span
+        elif number > len(calls) or (verdict.level == "ok" and not verdict.blocked):
+            continue
+        steps.append(_Step(number, calls[number - 1].call.tool, verdict))
+        if verdict.aborted:
+            aborted_at = number
+            break  # the run stops here: the calls after it would not have been made
+    return _Outcome(run, steps, aborted_at, len(calls))
+
+
+def _label(verdict: Verdict) -> str:
+    if verdict.action == "abort":
+        return "ABORTED"
+    if verdict.action == "block":
+        return "BLOCKED"
+    if verdict.level == "critical":
+        return "critical (observe-only: not blocked)"
+    return "warning"
+
+
+def _tools(step: _Step) -> str:
+    """The call's tool, or both tools of a ping-pong."""
+    paired = step.verdict.paired_tool
+    return " / ".join(sorted({step.tool, paired})) if paired else step.tool
+
+
+def _group(step: _Step) -> tuple[str, str, str, str | None]:
+    verdict = step.verdict
+    return (_tools(step), verdict.action, verdict.level, verdict.detector)
+
+
+def _run_lines(outcome: _Outcome) -> list[str]:
+    lines = []
+    for _, group in groupby(outcome.steps, key=_group):
+        steps = list(group)
+        first, last = steps[0], steps[-1]
+        numbers = f"#{first.number}" if first is last else f"#{first.number}-{last.number}"
+        counts = (
+            f"{first.verdict.count}"
+            if first is last
+            else f"{first.verdict.count}..{last.verdict.count}"
+        )
+        lines.append(
+            f"    {numbers:>9}  {_tools(first):<28} {_label(first.verdict)} "
+            f"[{first.verdict.detector}, count {counts}]"
+        )
+    if outcome.aborted_at is not None:
+        after = outcome.calls - outcome.aborted_at
+        lines.append(
+            f"    => aborted at call #{outcome.aborted_at} of {outcome.calls}"
+            + (f" ({after} recorded calls after it would not have run)" if after else "")
+        )
+    elif not outcome.steps:
+        lines.append("    nothing would have fired")
+    return lines
+
+
+def _report(
+    results: Sequence[tuple[str, list[_Outcome]]], files: Sequence[str], show_all: bool
+) -> list[str]:
+    out: list[str] = []
+    several = len(results) > 1
+    runs = [outcome.run for outcome in results[0][1]]
+    for index, run in enumerate(runs):
+        per_config = [(label, outcomes[index]) for label, outcomes in results]
+        if not show_all and not any(o.steps for _, o in per_config):
+            continue
+        service = f" ({run.service})" if run.service else ""
+        out.append(
+            f"== trace {run.trace_id[:16]}  {run.root}{service}: {len(run.calls)} tool calls"
+        )
+        for label, outcome in per_config:
+            if several:
+                out.append(f"  with {label}:")
+            out.extend(_run_lines(outcome))
+        out.append("")
+    out.extend(_summary(results, files))
+    return out
+
+
+def _summary(results: Sequence[tuple[str, list[_Outcome]]], files: Sequence[str]) -> list[str]:
+    calls = sum(o.calls for o in results[0][1])
+    out = [
+        f"== summary: {len(results[0][1])} runs, {calls} tool calls in {', '.join(files)}",
+    ]
+    tallies: list[Counter[tuple[str, str, str]]] = []
+    for _, outcomes in results:
+        tally: Counter[tuple[str, str, str]] = Counter()
+        for outcome in outcomes:
+            for step in outcome.steps:
+                kind = {"abort": "aborts", "block": "blocks"}.get(step.verdict.action, "warnings")
+                tally[(str(step.verdict.detector), step.tool, kind)] += 1
+        tallies.append(tally)
+    rows = sorted({(d, t) for tally in tallies for d, t, _ in tally})
+    header = ["detector", "tool"]
+    for label, _ in results:
+        prefix = f"{label}: " if len(results) > 1 else ""
+        header += [f"{prefix}warnings", "blocks", "aborts"]
+    table = [header]
+    for detector, tool in rows:
+        row = [detector, tool]
+        for tally in tallies:
+            row += [str(tally[(detector, tool, kind)]) for kind in ("warnings", "blocks", "aborts")]
+        table.append(row)
+    if len(table) == 1:
+        out.append("  no detections")
+    else:
+        widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+        for number, row in enumerate(table):
+            cells = [
+                cell.ljust(w) if i < 2 else cell.rjust(w)
+                for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+            ]
+            out.append("  " + "  ".join(cells))
+            if number == 0:
+                out.append("  " + "  ".join("-" * w for w in widths))
+    for (label, outcomes), _ in zip(results, tallies, strict=True):
+        aborted = sum(1 for o in outcomes if o.aborted_at is not None)
+        fired = sum(1 for o in outcomes if o.steps)
+        prefix = f"{label}: " if len(results) > 1 else ""
+        out.append(
+            f"  {prefix}runs with detections: {fired} of {len(outcomes)}; "
+            f"runs that would have been aborted: {aborted}"
+        )
+    return out

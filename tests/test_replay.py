@@ -1,0 +1,204 @@
+"""``otel-loopguard replay``: recorded traces, written by the real OTLP paths, backtested."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
+
+from otel_loopguard import LoopGuard, LoopGuardSpanProcessor
+from otel_loopguard.otel.otlp_file import OtlpJsonFileExporter
+
+from .helpers import tool_span
+from .otlp_receiver import OtlpReceiver
+from .test_cli import run
+
+
+@pytest.fixture(scope="module")
+def demo_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("replay") / "demo.jsonl"
+    result = run("demo", "--no-color", "--export-file", str(path))
+    assert result.returncode == 0, result.stderr
+    return path
+
+
+def trace_block(out: str, root: str) -> str:
+    """The lines printed for the run whose root span is ``root``."""
+    blocks = out.split("\n\n")
+    return next(b for b in blocks if b.startswith("== trace") and f"  {root} " in b)
+
+
+def test_the_demos_export_replays_to_what_the_demo_caught(demo_file: Path) -> None:
+    result = run("replay", str(demo_file))
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    read = trace_block(out, "invoke_agent repeated-read")
+    assert "#11-20  read_file" in read
+    assert "warning [generic_repeat, count 10..19]" in read
+    assert "#21  read_file                    BLOCKED [generic_repeat, count 20]" in read
+    assert "=> aborted at call #22 of 22" in read
+    # Recorded with escalation off, replayed with it on: 9 of its calls would not have run.
+    breaker = trace_block(out, "invoke_agent breaker")
+    assert "aborted at call #22 of 31 (9 recorded calls after it would not have run)" in breaker
+    compaction = trace_block(out, "invoke_agent compaction")
+    assert "#7  read_file                    ABORTED [compaction_loop_persisted, count 3]" in (
+        compaction
+    )
+    assert "ABORTED [unknown_tool_repeat, count 11]" in trace_block(
+        out, "invoke_agent unknown-tool"
+    )
+    summary = out.split("== summary: ")[1]
+    assert summary.startswith(f"6 runs, 115 tool calls in {demo_file}")
+    row = next(line.split() for line in summary.splitlines() if "generic_repeat" in line)
+    assert row == ["generic_repeat", "read_file", "20", "2", "2"]
+    assert "runs with detections: 6 of 6; runs that would have been aborted: 6" in summary
+
+
+def test_configs_are_compared_side_by_side(demo_file: Path, tmp_path: Path) -> None:
+    strict = tmp_path / "strict.json"
+    strict.write_text(json.dumps({"enabled": True, "warningThreshold": 5}))
+    watch = tmp_path / "watch.yaml"
+    watch.write_text("enabled: true\nobserveOnly: true\n")
+    result = run("replay", str(demo_file), "--config", str(strict), "--config", str(watch))
+    assert result.returncode == 0, result.stderr
+    read = trace_block(result.stdout, "invoke_agent repeated-read")
+    with_strict, with_watch = read.split(f"  with {watch}:")
+    assert f"  with {strict}:" in with_strict
+    assert "#6-20  read_file                    warning [generic_repeat, count 5..19]" in (
+        with_strict
+    )
+    assert "critical (observe-only: not blocked) [generic_repeat, count 20" in with_watch
+    assert "aborted" not in with_watch
+    # Observe-only never aborts, so the post-compaction guard's abort is not replayed either.
+    assert f"{watch}: runs with detections: 5 of 6; runs that would have been aborted: 0" in (
+        result.stdout
+    )
+
+
+def test_a_protobuf_recording_replays_like_json(tmp_path: Path) -> None:
+    # What the real OTLP/HTTP exporter sent, as length-prefixed messages (the Collector's file
+    # exporter with format: proto), from an app without otel-loopguard.
+    with OtlpReceiver() as receiver:
+        provider = TracerProvider(resource=Resource.create({"service.name": "recorded-app"}))
+        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(receiver.endpoint)))
+        tracer = provider.get_tracer("recorded")
+        with tracer.start_as_current_span("invoke_agent app"):
+            for _ in range(25):
+                tool_span(tracer, "read_file", {"path": "a"}, "same")
+        provider.shutdown()
+    path = tmp_path / "traces.binpb"
+    path.write_bytes(b"".join(len(b).to_bytes(4, "big") + b for b in receiver.trace_bodies))
+    result = run("replay", str(path))
+    assert result.returncode == 0, result.stderr
+    assert "invoke_agent app (recorded-app): 25 tool calls" in result.stdout
+    assert "BLOCKED [generic_repeat, count 20]" in result.stdout
+    assert "aborted at call #22 of 25 (3 recorded calls after it would not have run)" in (
+        result.stdout
+    )
+
+
+def test_a_recorded_pydantic_ai_run_is_replayed(tmp_path: Path) -> None:
+    pytest.importorskip(
+        "pydantic_ai", reason="pydantic-ai is a test dependency (pip install -e '.[test]')"
+    )
+    from pydantic_ai import Agent
+    from pydantic_ai.capabilities import Instrumentation
+    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+    from pydantic_ai.models.instrumented import InstrumentationSettings
+
+    # Recorded before otel-loopguard was turned on: the model repeats itself 25 times.
+    path = tmp_path / "pydantic-ai.jsonl"
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(OtlpJsonFileExporter(path)))
+    asked = 0
+
+    def stubborn_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        nonlocal asked
+        asked += 1
+        if asked > 25:
+            return ModelResponse(parts=[TextPart("giving up")])
+        return ModelResponse(
+            parts=[ToolCallPart("read_file", {"path": "a.txt"}, tool_call_id=f"c{asked}")]
+        )
+
+    agent = Agent(
+        FunctionModel(stubborn_model),
+        name="reader",
+        capabilities=[Instrumentation(InstrumentationSettings(tracer_provider=provider))],
+    )
+
+    @agent.tool_plain
+    def read_file(path: str) -> str:
+        return "same contents"
+
+    assert agent.run_sync("read a.txt").output == "giving up"
+    provider.shutdown()
+    result = run("replay", str(path))
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "invoke_agent reader" in out
+    assert ": 25 tool calls" in out
+    assert "#11-20  read_file" in out
+    assert "BLOCKED [generic_repeat, count 20]" in out
+    assert "aborted at call #22 of 25 (3 recorded calls after it would not have run)" in out
+
+
+def test_a_guarded_recording_replays_its_blocked_calls_without_their_results(
+    tmp_path: Path,
+) -> None:
+    # Recorded with the guard on: the blocked calls never ran, so with blocking off (observe
+    # only) the replay has no result for them and they do not count as identical outcomes.
+    path = tmp_path / "guarded.jsonl"
+    provider = TracerProvider()
+    guard = LoopGuard({"enabled": True, "abortAfterCriticals": 0}, tracer_provider=provider)
+    provider.add_span_processor(
+        LoopGuardSpanProcessor(guard, downstream=SimpleSpanProcessor(OtlpJsonFileExporter(path)))
+    )
+    tracer = provider.get_tracer("recorded")
+    with tracer.start_as_current_span("invoke_agent app"):
+        for _ in range(24):
+            if guard.check("read_file", {"path": "a"}).blocked:
+                tool_span(tracer, "read_file", {"path": "a"}, None)  # the block message only
+            else:
+                tool_span(tracer, "read_file", {"path": "a"}, "same")
+    provider.shutdown()
+    watch = tmp_path / "watch.json"
+    watch.write_text('{"enabled": true, "observeOnly": true}')
+    result = run("replay", str(path), "--config", str(watch))
+    assert result.returncode == 0, result.stderr
+    assert "#21-24  read_file" in result.stdout
+    assert "critical (observe-only: not blocked) [generic_repeat, count 20..20]" in result.stdout
+
+
+def test_a_progress_bar_is_drawn_while_reading(demo_file: Path) -> None:
+    result = run("replay", str(demo_file), "--progress")
+    assert result.returncode == 0, result.stderr
+    assert f"reading {demo_file.name} [" in result.stderr
+    assert "] 100%" in result.stderr
+    assert run("replay", str(demo_file)).stderr == ""  # not a terminal: no bar by default
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ('{"resourceMetrics": []}\n', "line 1 is not OTLP traces (no 'resourceSpans'"),
+        ("", "the file is empty"),
+        ('{"resourceSpans": []}\nnot json\n', "line 2 is not JSON"),
+        ("\x00\x00\x00\x05abcde", "is neither OTLP/JSON nor OTLP protobuf traces"),
+    ],
+)
+def test_a_file_that_is_not_otlp_traces_is_a_clear_error(
+    tmp_path: Path, content: str, message: str
+) -> None:
+    path = tmp_path / "recorded.jsonl"
+    path.write_text(content)
+    result = run("replay", str(path))
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
