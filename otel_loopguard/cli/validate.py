@@ -27,6 +27,7 @@ __all__ = ["report"]
 _FIELDS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("enabled", ("enabled",), "enabled"),
     ("historySize", ("history_size",), "history_size"),
+    ("profile", ("profile",), "profile"),
     ("warningThreshold", ("warning_threshold",), "warning_threshold"),
     ("criticalThreshold", ("critical_threshold",), "critical_threshold"),
     ("unknownToolThreshold", ("unknown_tool_threshold",), "unknown_tool_threshold"),
@@ -42,6 +43,7 @@ _FIELDS: tuple[tuple[str, tuple[str, ...], str], ...] = (
         "known_poll_no_progress",
     ),
     ("detectors.pingPong", ("detectors", "ping_pong"), "ping_pong"),
+    ("detectors.argumentChurn", ("detectors", "argument_churn"), "argument_churn"),
     (
         "postCompactionGuard.windowSize",
         ("post_compaction_guard", "window_size"),
