@@ -83,6 +83,10 @@ def test_real_envelopes_are_still_opened_by_their_whole_shape() -> None:
     assert call_key("read", langchain)[0] == bare
 
 
+def test_keyword_arguments_alone_are_no_smolagents_envelope() -> None:
+    assert call_key("t", {"kwargs": {"a": 1}})[0] != call_key("t", {"a": 1})[0]
+
+
 def test_unknown_tool_names_are_compared_in_any_case() -> None:
     calls = [
         Call("lookup", {"q": i}, error=f"Unknown tool: {'SEARCH' if i % 2 else 'search'}")
@@ -203,6 +207,11 @@ def test_argument_churn_can_be_turned_off() -> None:
     assert "warning:argument_churn" not in detections(_churn(), config)
 
 
+def test_churn_needs_three_calls_of_each_variant() -> None:
+    calls = [Call("grep", {"path": f"p{i % 5}"}, error="permission denied") for i in range(14)]
+    assert "warning:argument_churn" not in detections(calls)
+
+
 def test_churn_with_different_outcomes_is_no_churn() -> None:
     calls = [
         Call("grep", {"path": p}, error=f"{p}: permission denied")
@@ -248,6 +257,12 @@ def test_the_same_exec_failure_across_commands_is_blocked_at_the_21st() -> None:
 def test_retries_of_one_failing_command_are_one_streak_despite_timestamps() -> None:
     calls = [_failing(n, "make test") for n in range(21)]
     assert detections(calls)[20] == "critical:generic_repeat"
+
+
+def test_an_exec_that_succeeds_is_no_terminal_failure() -> None:
+    ok = result("ok", status="completed", exitCode=0, aggregated="ok")
+    calls = [Call("exec", {"command": f"echo {n}"}, ok) for n in range(24)]
+    assert set(detections(calls)) == {"ok"}
 
 
 def test_a_new_failure_cause_resets_the_exec_streak() -> None:
@@ -358,6 +373,21 @@ def test_profile_openclaw_lets_a_missing_tool_be_tried_again_after_its_block() -
     # OpenClaw: the veto ends the streak, so the 12th call runs; ours keeps blocking.
     assert ours[11].blocked
     assert not theirs[11].blocked
+
+
+def test_a_tools_own_veto_carries_an_unknown_tool_streak_in_the_default_profile_only() -> None:
+    missing = Call("lookup", {"q": 1}, error="unknown tool: nope")
+    veto = Call("lookup", {"q": 1}, result("blocked", status="blocked", deniedReason="tool-loop"))
+    calls: list[Call | Compaction | Batch] = [missing] * 9 + [veto, missing]
+    assert replay(calls, ON)[10].detector == "unknown_tool_repeat"
+    # OpenClaw: a veto ends the streak (the same call repeated is only a generic warning).
+    assert not replay(calls, OPENCLAW)[10].blocked
+
+
+def test_profile_openclaw_counts_a_long_ping_pong_past_the_window() -> None:
+    calls = [Call("a" if i % 2 else "b", {}, f"v{i}") for i in range(34)]
+    assert replay(calls, ON)[31].count == 30
+    assert replay(calls, OPENCLAW)[31].count == 31
 
 
 def test_profile_openclaw_reads_any_object_result_as_details_and_text() -> None:

@@ -161,9 +161,9 @@ def _unwrap(value: object, depth: int) -> object:
         return _unwrap(_parse(content).value, depth + 1)
     kwargs = value.get("kwargs")
     positional = value.get("args")
+    # (Within _CALL_KEYS, only "args" is an _ENVELOPE_KEYS key: the envelope has it.)
     if (
         keys <= _CALL_KEYS
-        and "args" in keys
         and isinstance(kwargs, dict)
         and (positional is None or (type(positional) in (list, tuple) and not positional))
     ):

@@ -3,7 +3,7 @@
 ``install()`` puts ``openclaw@OPENCLAW_VERSION`` from the npm registry into a cache directory
 (``OTEL_LOOPGUARD_OPENCLAW_DIR``, else ``~/.cache/otel-loopguard/openclaw-<version>``), once;
 ``openclaw_verdicts`` runs ``harness.mjs`` on it. ``our_verdicts`` replays the same steps.
-A verdict is compared as (level, detector, blocked, aborted), and a warning's event too.
+A verdict is compared as (level, detector, blocked, aborted, count), and a warning's event.
 """
 
 from __future__ import annotations
@@ -37,16 +37,17 @@ class Seen:
     aborted: bool
     event: bool
     count: int = 0
-    """Shown when they differ; not compared (a breaker's count, say, is OpenClaw's own)."""
 
-    def key(self) -> tuple[str, str | None, bool, bool, bool | None]:
-        """What must agree: the verdict, and for a warning whether it is emitted."""
+    def key(self) -> tuple[str, str | None, bool, bool, bool | None, int]:
+        """What must agree: the verdict (its count too), and for a warning whether it is
+        emitted."""
         return (
             self.level,
             self.detector,
             self.blocked,
             self.aborted,
             self.event if self.level == "warning" else None,
+            self.count if self.level != "ok" else 0,
         )
 
 
@@ -211,6 +212,10 @@ def text_result(text: str, **details: Any) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}], "details": details}
 
 
+VETO_RESULT = text_result("blocked: loop", status="blocked", deniedReason="tool-loop")
+"""OpenClaw's result of a call it vetoed itself."""
+
+
 def repeat(step: Step, times: int) -> list[Step]:
     return [dict(step) for _ in range(times)]
 
@@ -313,6 +318,23 @@ def hand_written() -> dict[str, list[Step]]:
             },
             12,
         ),
+        "churn over five variants, two calls each": [
+            {"tool": "grep", "args": {"path": f"p{n % 5}"}, "error": "permission denied"}
+            for n in range(14)
+        ],
+        "exec successes across commands": [
+            {
+                "tool": "exec",
+                "args": {"command": f"echo {n}"},
+                "result": text_result("ok", status="completed", exitCode=0, aggregated="ok"),
+            }
+            for n in range(24)
+        ],
+        "a tool's own loop vetoes": [
+            *repeat(unknown, 9),
+            {"tool": "lookup", "args": {"q": "x"}, "result": VETO_RESULT},
+            *repeat(unknown, 3),
+        ],
         "post-compaction guard": [
             *repeat(read, 4),
             {"compaction": True},
@@ -352,6 +374,8 @@ def _outcome(rng: random.Random, tool: str, n: int) -> Step:
         }
     if roll < 0.19:
         return {}
+    if roll < 0.2:
+        return {"result": VETO_RESULT}
     if tool == "exec":
         status = rng.choice(["failed", "failed", "completed", "running"])
         return {

@@ -83,6 +83,7 @@ async function runScenario(steps) {
     const guard = createPostCompactionLoopGuard({ enabled: true });
     const verdicts = [];
     let aborted = false;
+    let abortCount = 0;
     let index = 0;
 
     const outcome = (call, id, result, error) => {
@@ -91,7 +92,10 @@ async function runScenario(steps) {
         if (record?.resultHash) {
             const fired = guard.observe({ toolName: record.toolName, argsHash: record.argsHash,
                 resultHash: record.resultHash });
-            aborted = aborted || fired.shouldAbort;
+            if (fired.shouldAbort && !aborted) {
+                aborted = true;
+                abortCount = fired.count;
+            }
         }
     };
     const detected = (call) => runtime.detectToolCallLoop(state, normalizeToolPolicyName(call.tool),
@@ -109,7 +113,7 @@ async function runScenario(steps) {
         }
         if (aborted) {
             verdicts.push({ level: "critical", detector: "compaction_loop_persisted",
-                blocked: true, emitted: true, aborted: true });
+                count: abortCount, blocked: true, emitted: true, aborted: true });
             break;
         }
         if (step.batch) {
@@ -133,7 +137,8 @@ async function runScenario(steps) {
                 // The whole batch is blocked and runs nothing; the admission recorded the vetoes.
                 for (let i = 0; i < calls.length; i += 1) {
                     verdicts.push({ level: "critical", detector: admitted.intervention.detector,
-                        blocked: true, emitted: i === 0, aborted: false });
+                        count: admitted.intervention.count, blocked: true, emitted: i === 0,
+                        aborted: false });
                 }
                 continue;
             }
