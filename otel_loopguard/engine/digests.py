@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import NamedTuple
 
@@ -84,12 +85,15 @@ def digest_outcome(
     return OutcomeDigest(result_fp=key, unknown_tool=None, outcome="ok")
 
 
+_OBJECT_START = re.compile(r"\s*\{")
+_STRUCTURED_START = re.compile(r'\s*\{\s*"(?:content|details)"')
+"""OpenClaw's result object has only ``content`` and ``details``: its text starts with one."""
+
+
 def _may_be_structured(text: str, any_object: bool) -> bool:
-    """A cheap test before parsing a result text: OpenClaw's result object, or any JSON object
-    with ``any_object_result``."""
-    if text[:1] != "{" and text.lstrip()[:1] != "{":
-        return False
-    return any_object or '"content"' in text or '"details"' in text
+    """A test at the start of a result text, before parsing it: OpenClaw's result object, or
+    any JSON object under ``any_object_result``. Constant time: results are often large."""
+    return (_OBJECT_START if any_object else _STRUCTURED_START).match(text) is not None
 
 
 def _read_structured(
