@@ -34,7 +34,7 @@ from .config.environment import config_from_env, kill_switch
 from .guard import LoopGuard
 from .processor import LoopGuardSpanProcessor
 
-__all__ = ["NAME", "ZERO_CODE_DEFAULTS", "LoopGuardConfigurator"]
+__all__ = ["NAME", "ZERO_CODE_DEFAULTS", "LoopGuardConfigurator", "installed_guard"]
 
 NAME = "loopguard"
 """The entry point's name: the value of ``OTEL_PYTHON_CONFIGURATOR`` that selects it."""
@@ -50,6 +50,17 @@ _CHOOSES_EXPORT_PROCESSOR = (
 _logger = logging.getLogger("otel_loopguard")
 
 ExportProcessor = Callable[..., SpanProcessor]
+
+_installed: LoopGuard | None = None
+"""The guard zero-code set-up built in this process, once its processor is registered."""
+
+
+def installed_guard() -> LoopGuard | None:
+    """The guard zero-code set-up built, for the agent to ask before a tool runs
+    (``installed_guard().check(...)``, ``@installed_guard().tool``): blocking needs the agent's
+    cooperation, and it must ask the guard whose processor sees its spans. ``None`` when this
+    process was not set up by ``OTEL_PYTHON_CONFIGURATOR=loopguard`` (or the set-up was off)."""
+    return _installed
 
 
 class LoopGuardConfigurator(_OTelSDKConfigurator):
@@ -78,11 +89,14 @@ class LoopGuardConfigurator(_OTelSDKConfigurator):
                 guard, kwargs.get("export_span_processor") or BatchSpanProcessor, wrapped
             )
         self._sdk(**kwargs)
+        global _installed
         if wrapped:
+            _installed = guard
             return
         provider = trace.get_tracer_provider()
         if isinstance(provider, TracerProvider):
             provider.add_span_processor(LoopGuardSpanProcessor(guard))
+            _installed = guard
         else:
             _logger.warning(
                 "otel-loopguard is off: the global tracer provider is a %s, not the SDK's",

@@ -190,6 +190,25 @@ def test_validate_prints_the_effective_settings_per_agent_and_where_each_came_fr
     assert "No value was changed" in out
 
 
+def test_validate_reads_openclaws_agent_map_and_names_the_profiles_defaults(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "openclaw.json"
+    path.write_text(
+        '{"tools": {"loopDetection": {"enabled": true, "profile": "openclaw"}},'
+        ' "agents": {"entries": {"safe": {"default": true,'
+        ' "tools": {"loopDetection": {"warningThreshold": 5}}}}}}'
+    )
+    result = run("validate", str(path))
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "agent 'safe'" in out.splitlines()[2]
+    assert row(out, "profile") == ["profile", "openclaw", "(file)", "openclaw", "(file)"]
+    assert row(out, "warningThreshold") == ["warningThreshold", "10", "(default)", "5", "(agent)"]
+    assert row(out, "breakerAborts")[1:3] == ["false", "(profile openclaw)"]
+    assert "profile openclaw: every verdict as OpenClaw 2026.9.6 gives it" in out
+
+
 def test_validate_shows_every_normalisation_and_a_breaker_that_cannot_fire(
     tmp_path: Path,
 ) -> None:

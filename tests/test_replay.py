@@ -49,6 +49,8 @@ def test_the_demos_export_replays_to_what_the_demo_caught(demo_file: Path) -> No
     assert "#7  read_file                    ABORTED [compaction_loop_persisted, count 3]" in (
         compaction
     )
+    # The guard fires as the 7th call completes: that call ran, the run stops after it.
+    assert "=> aborted after call #7 of 7" in compaction
     assert "ABORTED [unknown_tool_repeat, count 11]" in trace_block(
         out, "invoke_agent unknown-tool"
     )

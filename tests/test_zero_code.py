@@ -66,7 +66,14 @@ def test_the_configurator_entry_point_is_registered() -> None:
     )
 
 
-def run_app(tmp_path: Path, receiver: OtlpReceiver, app_text: str = APP, **variables: str) -> str:
+def run_app(
+    tmp_path: Path,
+    receiver: OtlpReceiver,
+    app_text: str = APP,
+    *,
+    capture_stdout: bool = False,
+    **variables: str,
+) -> str:
     app = tmp_path / "app.py"
     app.write_text(app_text)
     env = {
@@ -98,7 +105,7 @@ def run_app(tmp_path: Path, receiver: OtlpReceiver, app_text: str = APP, **varia
     )
     assert result.returncode == 0, result.stderr
     assert "app done" in result.stdout
-    return result.stderr
+    return result.stdout if capture_stdout else result.stderr
 
 
 def tools(receiver: OtlpReceiver) -> list[Span]:
@@ -136,6 +143,47 @@ def test_the_configuration_can_turn_blocking_on(tmp_path: Path) -> None:
     critical = values(list(tools(receiver)[20].attributes))
     assert critical["loopguard.action"] == "block"
     assert "loopguard.observe_only" not in critical
+
+
+# The agent asks the guard zero-code set-up built before each tool runs (blocking needs the
+# agent's cooperation): a stubborn model's 25 identical calls, and the tool body's runs counted.
+ASKING_APP = """
+from opentelemetry import trace
+from otel_loopguard.configurator import installed_guard
+
+guard = installed_guard()
+runs = 0
+
+@guard.tool
+def read_file(path: str) -> str:
+    global runs
+    runs += 1
+    return "the same contents"
+
+tracer = trace.get_tracer("app")
+with tracer.start_as_current_span("invoke_agent app", attributes={"gen_ai.agent.name": "app"}):
+    answers = [read_file(path="notes.txt") for _ in range(25)]
+print("tool runs", runs)
+print("app done")
+"""
+
+
+def test_the_agent_asks_the_installed_guard_and_blocking_stops_the_tool(tmp_path: Path) -> None:
+    with OtlpReceiver() as receiver:
+        result = run_app(
+            tmp_path,
+            receiver,
+            ASKING_APP,
+            OTEL_PYTHON_CONFIGURATOR="loopguard",
+            OTEL_LOOPGUARD_OBSERVE_ONLY="false",
+            capture_stdout=True,
+        )
+    runs = int(result.split("tool runs ", 1)[1].split()[0])
+    assert runs == 20  # blocked at the 21st call, the run aborted at the 22nd
+    blocked = [
+        s for s in tools(receiver) if values(list(s.attributes)).get("loopguard.blocked") is True
+    ]
+    assert blocked
 
 
 def test_without_the_variable_the_sdk_is_set_up_as_usual(tmp_path: Path) -> None:

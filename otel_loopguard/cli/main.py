@@ -76,7 +76,9 @@ def _parser() -> argparse.ArgumentParser:
         description=(
             "Run a scripted agent (no network, no model, no API key) through loop scenarios "
             "with the span processor registered, and print each tool call, the warnings, the "
-            "blocks and the aborts. Spans stay in memory unless an OTLP endpoint is given."
+            "blocks and the aborts. Spans and the loopguard.detections counter stay in memory "
+            "unless --otlp-endpoint sends both over OTLP/HTTP; --export-file writes the spans "
+            "as OTLP JSON lines (what otel-loopguard replay reads)."
         ),
     )
     demo.add_argument(

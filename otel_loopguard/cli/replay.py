@@ -179,8 +179,12 @@ def _run_lines(outcome: _Outcome) -> list[str]:
         )
     if outcome.aborted_at is not None:
         after = outcome.calls - outcome.aborted_at
+        # The post-compaction guard fires as a call completes (the call ran): the run stops
+        # after it; any other abort stops the call itself.
+        fired_after = outcome.steps[-1].verdict.detector == COMPACTION_DETECTOR
         lines.append(
-            f"    => aborted at call #{outcome.aborted_at} of {outcome.calls}"
+            f"    => aborted {'after' if fired_after else 'at'} call #{outcome.aborted_at} of "
+            f"{outcome.calls}"
             + (f" ({after} recorded calls after it would not have run)" if after else "")
         )
     elif not outcome.steps:

@@ -109,6 +109,8 @@ def _cell(
     for _, block in reversed(blocks):  # what the blocks ask for, the agent's over the global
         if _given(block, path):
             expected = _value(block, path)
+    if source == "default" and value != getattr(_DEFAULT, field):
+        source = f"profile {resolved.profile}"  # a default of the profile, not ours
     if field not in _RAISED or expected == value:
         return f"{_show(value)}  ({source})"
     return f"{_show(value)}  (raised from {_show(expected)})"
@@ -192,6 +194,14 @@ def report(path: str) -> str:
         False: "false: nothing runs, the post-compaction guard included",
     }[enabled]
     out.append(f"enabled {meaning}")
+    profiles = {settings.default.profile, *(cfg.profile for cfg in settings.agents.values())}
+    if "openclaw" in profiles:
+        out.append(
+            "profile openclaw: every verdict as OpenClaw 2026.9.6 gives it; where our rules "
+            "differ (a blocked call carrying its outcome, ping-pong counts, poll warnings, "
+            "object results, missing-tool phrasings, tool names, repeated warnings), OpenClaw's "
+            "apply: README, 'Profiles'"
+        )
     if settings.notes:
         out.append("")
         out.append("Changed or without effect:")
