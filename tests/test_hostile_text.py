@@ -312,3 +312,17 @@ def test_objects_that_refer_to_themselves_or_share_parts_are_digested_in_bounded
         "    call_key('tool', value)\n"
         "    result_key(value, frozenset({'id'}))\n"
     )
+
+
+def test_only_the_start_of_a_megabyte_exec_failure_is_blanked() -> None:
+    from otel_loopguard.engine.structured import MAX_FAILURE_CHARS, read
+
+    output = "1." * (1 << 20)  # every pattern's worst kind of text, 2 MB
+    reading = read(
+        "exec",
+        {"details": {"status": "failed", "exitCode": 1, "aggregated": output}},
+    )
+    failure = reading.failure
+    assert isinstance(failure, dict)
+    assert len(failure["output"]) <= MAX_FAILURE_CHARS
+    assert failure["more"] == len(output) - MAX_FAILURE_CHARS

@@ -70,6 +70,8 @@ _VOLATILE_SEND_KEYS = frozenset(
     }
 )
 _MAX_SEND_DEPTH = 32
+MAX_FAILURE_CHARS = 1 << 16
+"""A terminal failure's identity blanks the volatile parts of this much of its output."""
 
 # OpenClaw's patterns for the volatile parts of a terminal failure's output, in its order.
 # Linear: each is a literal-led match with bounded or disjoint repetitions.
@@ -238,10 +240,18 @@ def _exec(details: Mapping[str, object], text: str) -> Reading | None:
         or output == f"(Command exited with code {_js_number(exit_code)})"
     ):
         return Reading(value)
-    shape = output
+    # The patterns are linear, but an output can be megabytes: its start is blanked, and what
+    # lies past it counts by its length (a failure's cause is in its first lines).
+    shape = output[:MAX_FAILURE_CHARS]
     for pattern in _VOLATILE_FAILURE:
         shape = pattern.sub("#", shape)
-    failure = {"status": status, "exitCode": exit_code, "timedOut": timed_out, "output": shape}
+    failure = {
+        "status": status,
+        "exitCode": exit_code,
+        "timedOut": timed_out,
+        "output": shape,
+        "more": max(0, len(output) - MAX_FAILURE_CHARS),
+    }
     return Reading(value, failure=failure)
 
 
