@@ -326,3 +326,14 @@ def test_only_the_start_of_a_megabyte_exec_failure_is_blanked() -> None:
     assert isinstance(failure, dict)
     assert len(failure["output"]) <= MAX_FAILURE_CHARS
     assert failure["more"] == len(output) - MAX_FAILURE_CHARS
+
+
+def test_a_send_result_that_refers_to_itself_is_walked_a_bounded_number_of_times() -> None:
+    from otel_loopguard.replay import Call, replay
+
+    details: dict[str, object] = {"ok": True, "messageId": "m-1"}
+    details["a"] = details
+    details["b"] = details  # 2 ** 32 paths to walk without a bound
+    sent = {"content": [{"type": "text", "text": "sent"}], "details": details}
+    verdicts = replay([Call("message", {"action": "send", "to": "u"}, sent)] * 3, {"enabled": True})
+    assert [v.level for v in verdicts] == ["ok", "ok", "ok"]

@@ -19,8 +19,9 @@ digest (``digests.py`` does), and keeps nothing.
 
 from __future__ import annotations
 
+import itertools
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import NamedTuple
 
 from .records import CallKind
@@ -70,6 +71,7 @@ _VOLATILE_SEND_KEYS = frozenset(
     }
 )
 _MAX_SEND_DEPTH = 32
+_MAX_SEND_CONTAINERS = 1 << 16
 MAX_FAILURE_CHARS = 1 << 16
 """A terminal failure's identity blanks the volatile parts of this much of its output."""
 
@@ -262,17 +264,26 @@ def _js_number(value: object) -> str:
     return str(value)
 
 
-def _without_send_ids(value: object, depth: int) -> object:
-    """``value`` without per-send ids at any depth (a delivered message object's ``id`` too)."""
-    if depth > _MAX_SEND_DEPTH:
+def _without_send_ids(value: object, depth: int, walked: Iterator[int] | None = None) -> object:
+    """``value`` without per-send ids at any depth (a delivered message object's ``id`` too).
+
+    At most ``_MAX_SEND_DEPTH`` levels and ``_MAX_SEND_CONTAINERS`` containers are walked (an
+    object that refers to itself, or shares one part many times over, would otherwise be
+    walked once per path to it); what lies beyond is kept as it is, for the digest to bound.
+    """
+    walked = walked if walked is not None else itertools.count()
+    if (
+        depth > _MAX_SEND_DEPTH
+        or type(value) not in (list, dict)
+        or next(walked) > _MAX_SEND_CONTAINERS
+    ):
         return value
     if type(value) is list:
-        return [_without_send_ids(item, depth + 1) for item in value]
-    if type(value) is not dict:
-        return value
+        return [_without_send_ids(item, depth + 1, walked) for item in value]
+    assert type(value) is dict
     drop_id = _is_delivery(value)
     return {
-        key: _without_send_ids(item, depth + 1)
+        key: _without_send_ids(item, depth + 1, walked)
         for key, item in value.items()
         if key not in _VOLATILE_SEND_KEYS and not (key == "id" and drop_id)
     }
