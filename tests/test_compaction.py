@@ -82,3 +82,23 @@ def test_after_it_fires_every_later_call_is_aborted() -> None:
     verdicts = replay([COMPACTION, call(), call(), call(), Call("other", 1, "x"), call("new")])
     assert verdicts[3] == verdicts[4]
     assert verdicts[4].aborted
+
+
+def test_replay_events_show_the_guard_on_the_call_that_completed_its_window() -> None:
+    from otel_loopguard.replay import COMPACTION, Call, replay_events
+
+    same = Call("read_file", {"path": "a"}, "same")
+    calls = [COMPACTION, same, same, same, same]
+    events = replay_events(calls)
+    assert [e.completed is not None for e in events] == [False, False, True, False]
+    fired = events[2].completed
+    assert fired is not None
+    assert fired.detector == "compaction_loop_persisted"
+    assert fired.aborted
+    assert events[3].verdict.aborted  # the shared flag stops the next call
+    watched = replay_events(calls, {"observeOnly": True})
+    observed = watched[2].completed
+    assert observed is not None
+    assert observed.action == "warn"
+    assert observed.level == "critical"
+    assert not watched[3].verdict.aborted

@@ -76,8 +76,13 @@ def test_configs_are_compared_side_by_side(demo_file: Path, tmp_path: Path) -> N
     )
     assert "critical (observe-only: not blocked) [generic_repeat, count 20" in with_watch
     assert "aborted" not in with_watch
-    # Observe-only never aborts, so the post-compaction guard's abort is not replayed either.
-    assert f"{watch}: runs with detections: 5 of 6; runs that would have been aborted: 0" in (
+    # Observe-only never aborts: the post-compaction guard's abort shows as what it would do.
+    compaction = trace_block(result.stdout, "invoke_agent compaction").split(f"  with {watch}:")[1]
+    assert (
+        "#7  read_file                    critical (observe-only: not blocked) "
+        "[compaction_loop_persisted, count 3]"
+    ) in compaction
+    assert f"{watch}: runs with detections: 6 of 6; runs that would have been aborted: 0" in (
         result.stdout
     )
 

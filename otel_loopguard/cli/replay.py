@@ -20,7 +20,7 @@ from typing import Any
 from ..config.loading import load_config
 from ..config.model import LoopGuardConfig
 from ..config.settings import resolve
-from ..engine.replay import COMPACTION, Call, Compaction, replay
+from ..engine.replay import COMPACTION, Call, Compaction, replay_events
 from ..engine.verdict import COMPACTION_DETECTOR, Verdict
 from ..otel.otlp_file import OtlpFileError, RecordedSpan, read_spans
 from ..otel.recorded import RecordedCall, RecordedRun, runs_of
@@ -122,22 +122,24 @@ def _replay(run: RecordedRun, config: LoopGuardConfig) -> _Outcome:
         item.call if isinstance(item, RecordedCall) else COMPACTION for item in run.items
     ]
     calls = run.calls
-    if calls:
-        # The post-compaction guard fires as a call completes; replay gives that abort as the
-        # verdict of the next call. One more call after the last shows whether the last fired.
-        items.append(calls[-1].call)
     steps: list[_Step] = []
     aborted_at = None
-    verdicts = replay(items, config)
-    for number, verdict in enumerate(verdicts, 1):
-        if verdict.aborted and verdict.detector == COMPACTION_DETECTOR:
-            number -= 1  # it fired at the end of the previous call, on that call's span
-        elif number > len(calls) or (verdict.level == "ok" and not verdict.blocked):
-            continue
-        steps.append(_Step(number, calls[number - 1].call.tool, verdict))
-        if verdict.aborted:
-            aborted_at = number
-            break  # the run stops here: the calls after it would not have been made
+    for number, replayed in enumerate(replay_events(items, config), 1):
+        tool = calls[number - 1].call.tool
+        verdict = replayed.verdict
+        if verdict.level != "ok" or verdict.blocked:
+            steps.append(_Step(number, tool, verdict))
+            if verdict.aborted:
+                aborted_at = number
+                break  # the run stops here: the calls after it would not have been made
+        # The post-compaction guard fires as a call completes: shown on that call, whose span
+        # carries it; the run stops after it (observe-only: it would have).
+        fired = replayed.completed
+        if fired is not None:
+            steps.append(_Step(number, tool, fired))
+            if fired.aborted:
+                aborted_at = number
+                break
     return _Outcome(run, steps, aborted_at, len(calls))
 
 

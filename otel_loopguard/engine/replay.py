@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..config.loading import ConfigSource, load_config
 from ..config.settings import Settings, resolve
@@ -54,6 +54,10 @@ class Replayed:
 
     verdict: Verdict
     event: bool
+    completed: Verdict | None = None
+    """What fired as this call completed: the post-compaction guard, as the call's span shows
+    it (in observe-only mode, a warning of what would have been enforced). Unless observe-only,
+    the next call's verdict is that abort too (the shared flag)."""
 
 
 Item = Call | Compaction | Batch
@@ -100,7 +104,9 @@ def replay_events(
                 next(spans)
             decision = state.for_span(span, digest, cfg, ids[index], call.agent)
             event = asked[index].annotate if isinstance(item, Batch) else decision.annotate
-            replayed.append(Replayed(decision.verdict, event=event))
             # A blocked call did not run: its veto record keeps the outcome it continued.
-            state.end_span(span, digest_outcome(digest, call.result, call.error, cfg), cfg)
+            fired = state.end_span(span, digest_outcome(digest, call.result, call.error, cfg), cfg)
+            if fired is not None and cfg.observe_only:
+                fired = replace(fired, action="warn")
+            replayed.append(Replayed(decision.verdict, event=event, completed=fired))
     return replayed
