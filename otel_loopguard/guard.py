@@ -14,7 +14,8 @@ from .config.loading import ConfigSource, load_config
 from .config.model import LoopGuardConfig
 from .config.settings import Settings, resolve
 from .engine.names import bounded
-from .engine.store import InMemoryStore, StoreStats
+from .engine.state import ScopeState
+from .engine.store import InMemoryStore, Store, StoreStats
 from .engine.verdict import OK, Verdict, exception_for
 from .otel import conventions
 from .otel.errors import strict_mode
@@ -45,7 +46,7 @@ class LoopGuard:
         self,
         config: ConfigSource | None = None,
         meter_provider: metrics.MeterProvider | None = None,
-        store: InMemoryStore | None = None,
+        store: Store | None = None,
         *,
         tracer_provider: trace.TracerProvider | None = None,
     ) -> None:
@@ -122,8 +123,9 @@ class LoopGuard:
             and name in (None, own.evaluated.tool)
         ):
             # This span's call was evaluated already, at its start or by an earlier check:
-            # adopt that verdict, unless the scope has aborted since (the shared flag).
-            return self._abort_flag(scope or own.scope_key) or own.verdict
+            # adopt that verdict, unless the scope has aborted since (the shared flag, as of
+            # that evaluation at the latest: no second round trip to a shared store).
+            return self._store.abort(scope or own.scope_key) or own.verdict
         scope_key = _scope_key(scope, live, context)
         agent = agent or (live.agent if live else None)
         in_tool_span, span_view = self._view_of(current)
@@ -136,7 +138,7 @@ class LoopGuard:
                 )
             if span_view is None or not span_view.has_arguments:
                 # Not named, or no arguments yet: evaluated when the span ends.
-                return self._abort_flag(scope_key) or OK
+                return self._store.abort(scope_key, fresh=True) or OK
             name, args, call_id = span_view.tool, span_view.arguments, span_view.call_id
         elif not scope and live is None and not context.is_valid:
             self._unscoped(name)
@@ -145,14 +147,14 @@ class LoopGuard:
             return OK
         call = runtime.digest.call(name, args, cfg)
         in_span = span_view is not None and span_view.tool == name
-        with self._store.lock:
-            state = self._store.get(scope_key)
-            if in_span:
-                decision = state.for_span(context.span_id, call, cfg, call_id, agent)
-            else:
-                decision = state.ask(call, cfg, call_id, agent)
+        if in_span:
+            decision = self._store.update(
+                scope_key, ScopeState.for_span, context.span_id, call, cfg, call_id, agent
+            )
+        else:
+            decision = self._store.update(scope_key, ScopeState.ask, call, cfg, call_id, agent)
         if in_span and own is not None:
-            own.evaluated, own.verdict, own.cfg, own.state = call, decision.verdict, cfg, state
+            own.evaluated, own.verdict, own.cfg = call, decision.verdict, cfg
         mark = mark_of(decision, name)
         if mark is None:
             return decision.verdict
@@ -218,8 +220,7 @@ class LoopGuard:
         proposed = [
             (runtime.digest.call(name, args, cfg), call_id) for name, args, call_id in batch
         ]
-        with self._store.lock:
-            decisions = self._store.get(scope_key).ask_batch(proposed, cfg, agent)
+        decisions = self._store.update(scope_key, ScopeState.ask_batch, proposed, cfg, agent)
         for (name, _, _), decision in zip(batch, decisions, strict=True):
             mark = mark_of(decision, name)
             if mark is None or not mark.signal:
@@ -253,20 +254,18 @@ class LoopGuard:
         """The abort that stopped the scope's run (the current scope when not given), if one
         did: for a step callback or a graph edge that ends the run."""
         _check_arguments(None, None, scope, None)
-        return self._abort_flag(scope or self._runtime.current_scope())
+        return self._store.abort(scope or self._runtime.current_scope(), fresh=True)
 
     def notify_compaction(self, *, scope: str | None = None) -> None:
         """A compaction retry happened: arm the post-compaction guard for the scope."""
         _check_arguments(None, None, scope, None)
         key = scope or self._runtime.current_scope()
-        with self._store.lock:
-            self._store.get(key).arm_compaction()
+        self._store.update(key, ScopeState.arm_compaction)
 
     def reset(self, *, scope: str | None = None) -> None:
         """Forget a scope's history and abort flag (the current scope when not given)."""
         key = scope or self._runtime.current_scope()
-        with self._store.lock:
-            self._store.release(key)
+        self._store.release(key)
 
     def stats(self) -> StoreStats:
         """The state store's size and eviction counters."""
@@ -321,11 +320,6 @@ class LoopGuard:
             raise _Misuse(text)
         self._warned_unscoped = True
         _logger.warning(text)
-
-    def _abort_flag(self, scope_key: str) -> Verdict | None:
-        # Two reference reads, each atomic under the GIL: no lock needed.
-        state = self._store.peek(scope_key)
-        return state.abort if state is not None else None
 
 
 class _Misuse(ValueError):

@@ -1,4 +1,5 @@
-"""The bounded in-memory state store: scopes in LRU order, an idle TTL, counted evictions.
+"""Where scopes' states live: the ``Store`` interface, and the bounded in-memory store (scopes
+in LRU order, an idle TTL, counted evictions).
 
 See docs/design.md, 'State and scopes'.
 """
@@ -12,14 +13,23 @@ import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
 from .state import ScopeState
+from .verdict import Verdict
 
 TRACE_PREFIX = "trace:"
 """How a trace's scope key starts (``live.trace_scope`` makes them)."""
 
-__all__ = ["TRACE_PREFIX", "InMemoryStore", "StoreStats", "Tally"]
+__all__ = ["TRACE_PREFIX", "InMemoryStore", "IoContext", "Store", "StoreStats", "Tally"]
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+IoContext = Callable[[], AbstractContextManager[object]]
+"""What a store enters around its own I/O (the guard's: instrumentation suppressed)."""
 
 _STORES: weakref.WeakSet[InMemoryStore] = weakref.WeakSet()
 """Every store alive in this process, for the fork handler (registered once, below)."""
@@ -47,6 +57,58 @@ class StoreStats:
     untracked: int = 0
     """Scopes held now of traces whose local root this process does not see start (unsampled,
     rooted in another provider, or already ended): kept apart, see :class:`InMemoryStore`."""
+    fallbacks: int = 0
+    """Calls a shared store served from this process's own state because the server failed
+    or was not answering (always 0 for the in-memory store)."""
+
+
+class Store(Protocol):
+    """Where the scopes' states live: in this process, or on a server that processes share.
+
+    The unit of work is :meth:`update`: run a function on one scope's state atomically and
+    return its result. The function changes nothing but the state (no logging, metrics or
+    annotations: a shared store may run it again, on a newer state, when another process
+    changed the scope meanwhile); the caller acts on the result afterwards. Every method is
+    safe from any thread and never raises because a server failed.
+    """
+
+    def configure(self, history_size: int, *, io_context: IoContext | None = None) -> None:
+        """The window size of new scopes, and what to enter around I/O."""
+        ...
+
+    def update(
+        self,
+        key: str,
+        fn: Callable[Concatenate[ScopeState, P], T],
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        """``fn(state, *args, **kwargs)`` on the scope's state (created if new), atomically."""
+        ...
+
+    def abort(self, key: str, *, fresh: bool = False) -> Verdict | None:
+        """The scope's abort flag. ``fresh``: as the shared state has it now, even if that
+        costs a round trip; otherwise as this process last saw it (never a round trip)."""
+        ...
+
+    def release(self, key: str) -> None:
+        """Forget a scope: its history, open calls and abort flag."""
+        ...
+
+    def root_started(self, key: str) -> None:
+        """A local root span of the trace scope ``key`` started in this process."""
+        ...
+
+    def root_ended(self, key: str) -> None:
+        """A local root span ended: the scope is released once its last one has."""
+        ...
+
+    def stats(self) -> StoreStats:
+        """The counters: reading them never waits for I/O."""
+        ...
+
+    def __len__(self) -> int: ...
 
 
 class Tally:
@@ -65,8 +127,9 @@ EXPIRE_PER_CALL = 8
 class InMemoryStore:
     """Per-scope state for one process: thread-safe, at most ``max_scopes`` scopes, idle TTL.
 
-    ``lock`` is the one lock of otel-loopguard's state. Callers hold it only for the store's own
-    methods and for ``ScopeState`` methods: never for I/O, logging, metrics or other processors.
+    ``lock`` is the one lock of otel-loopguard's state: :meth:`update` holds it while its
+    function runs (pure bookkeeping), and nothing else, never I/O, logging, metrics or other
+    processors. The :class:`Store` methods take it themselves.
 
     A trace's scope is *tracked* while one of its local root spans is open here: its end
     releases the scope. The scope of a trace with no open local root here (a request that was
@@ -113,9 +176,27 @@ class InMemoryStore:
         then): scopes are in the order of their last use, and a use only moves a scope later."""
         _STORES.add(self)
 
-    def configure(self, history_size: int) -> None:
-        """Set the window size of newly created scopes (the largest of all agents')."""
+    def configure(self, history_size: int, *, io_context: IoContext | None = None) -> None:
+        """Set the window size of newly created scopes (the largest of all agents'). This store
+        does no I/O: ``io_context`` is not needed."""
         self._history_size = history_size
+
+    def update(
+        self,
+        key: str,
+        fn: Callable[Concatenate[ScopeState, P], T],
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        """``fn(state, *args, **kwargs)`` on the scope's state, under ``lock``."""
+        with self.lock:
+            return fn(self.get(key), *args, **kwargs)
+
+    def abort(self, key: str, *, fresh: bool = False) -> Verdict | None:
+        """The scope's abort flag: two reference reads, each atomic under the GIL (no lock)."""
+        state = self.peek(key)
+        return state.abort if state is not None else None
 
     def _after_fork(self) -> None:
         # A forked child inherits a lock that another thread may have held: replace it. The
@@ -130,8 +211,17 @@ class InMemoryStore:
     def get(self, key: str) -> ScopeState:
         """The scope's state, created if new; marks it used. Call with ``lock`` held."""
         now = self._clock()
-        if now >= self._idle_from:
+        if now < self._idle_from:
+            state = self._scopes.get(key)
+            if state is not None:  # most calls: a tracked scope in use
+                self._scopes.move_to_end(key)
+                state.last_used = now
+                return state
+        else:
             self._expire(now)
+        return self._find(key, now)
+
+    def _find(self, key: str, now: float) -> ScopeState:
         tracked = key in self._roots or not key.startswith(TRACE_PREFIX)
         state = self._scopes.get(key)
         if state is not None:
@@ -165,7 +255,11 @@ class InMemoryStore:
         return state if state is not None else self._untracked.get(key)
 
     def release(self, key: str) -> None:
-        """Drop a scope whose work is over. Call with ``lock`` held."""
+        """Drop a scope whose work is over."""
+        with self.lock:
+            self._release(key)
+
+    def _release(self, key: str) -> None:
         state = self._scopes.pop(key, None)
         if state is None:
             state = self._untracked.pop(key, None)
@@ -174,18 +268,20 @@ class InMemoryStore:
             self._released += 1
 
     def root_started(self, key: str) -> None:
-        """A local root span of the scope started. Call with ``lock`` held."""
-        if len(self._roots) >= 4 * self.max_scopes:
-            self._roots.pop(next(iter(self._roots)))
-        self._roots[key] = self._roots.get(key, 0) + 1
+        """A local root span of the scope started."""
+        with self.lock:
+            if len(self._roots) >= 4 * self.max_scopes:
+                self._roots.pop(next(iter(self._roots)))
+            self._roots[key] = self._roots.get(key, 0) + 1
 
     def root_ended(self, key: str) -> None:
-        """A local root span ended: release the scope once its last one has. Call with ``lock``."""
-        remaining = self._roots.pop(key, 1) - 1
-        if remaining > 0:
-            self._roots[key] = remaining
-        else:
-            self.release(key)
+        """A local root span ended: release the scope once its last one has."""
+        with self.lock:
+            remaining = self._roots.pop(key, 1) - 1
+            if remaining > 0:
+                self._roots[key] = remaining
+            else:
+                self._release(key)
 
     def clear(self) -> None:
         with self.lock:

@@ -21,7 +21,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span
 from opentelemetry.trace import StatusCode
 
 from ..config.settings import ResolvedConfig
-from ..engine.digests import digest_outcome
+from ..engine.digests import OutcomeDigest, digest_outcome
 from ..engine.records import ProposedCall
 from ..engine.state import Decision, ScopeState
 from ..engine.verdict import Verdict
@@ -61,8 +61,6 @@ class _Outcome(NamedTuple):
     late_call_id: str | None = None
     """Set when the call is named only now (the third evaluation point): its call id."""
     late: bool = False
-    state: ScopeState | None = None
-    """The scope's state, when the call was evaluated while live (no look-up needed)."""
 
 
 _RECENTLY_ENDED = 4096
@@ -200,8 +198,7 @@ class Lifecycle:
         if local_root:
             self.live.add_root(fields.trace_id, live)
             if scope is None:
-                with self.store.lock:
-                    self.store.root_started(scope_key)
+                self.store.root_started(scope_key)
         if not conventions.is_tool_span(attributes, fields.name, self._globals):
             return
         view = conventions.read_call(attributes, fields.name)
@@ -212,7 +209,7 @@ class Lifecycle:
             # A second span of the outer span's call: one call, counted and annotated once.
             live.duplicate = True
             live.evaluated, live.verdict = outer.evaluated, outer.verdict
-            live.cfg, live.state = outer.cfg, outer.state
+            live.cfg = outer.cfg
             return
         if outer is not None and outer.same_call(live.tool):
             outer.covered = live  # this span will be evaluated as the outer span's call
@@ -227,10 +224,10 @@ class Lifecycle:
             return
         call = self.digest.call(view.tool, view.arguments, cfg)
         live.evaluated, live.cfg = call, cfg
-        with self.store.lock:
-            state = self.store.get(scope_key)
-            decision = state.for_span(span_id, call, cfg, view.call_id, agent)
-        live.verdict, live.state = decision.verdict, state
+        decision = self.store.update(
+            scope_key, ScopeState.for_span, span_id, call, cfg, view.call_id, agent
+        )
+        live.verdict = decision.verdict
         mark = mark_of(decision, view.tool)
         if mark is not None:
             self.annotator.on_live_span(span, mark)
@@ -260,8 +257,7 @@ class Lifecycle:
         live = entry if own and entry is not None and entry.evaluated is not None else None
         if live is None and not self._names_matter and self.keys.isdisjoint(attributes):
             if own and entry is not None and entry.local_root and entry.scope is None:
-                with self.store.lock:
-                    self.store.root_ended(entry.scope_key)
+                self.store.root_ended(entry.scope_key)
             if own and entry is not None and entry.failed is not None:
                 return Ended(entry=entry, own=own, failed=self._status_reset(span, entry))
             return NOTHING_ENDED  # no marks: the entry is not needed
@@ -270,8 +266,7 @@ class Lifecycle:
         # Not tracked at its start: none of our attributes then, or the map was full.
         scope_key = entry.scope_key if entry is not None else trace_scope(fields.trace_id)
         if conventions.is_compaction(attributes, fields.name, self._globals):
-            with self.store.lock:
-                self.store.get(scope_key).arm_compaction()
+            self.store.update(scope_key, ScopeState.arm_compaction)
         marks: Sequence[Mark] = ()
         nested = entry if own and entry is not None and entry.tool_span else None
         inner = self._inner_of(nested, span_id)
@@ -287,8 +282,7 @@ class Lifecycle:
                     nested.tool, nested.evaluated = outcome.call.tool, outcome.call
                 self._fail_run_if_aborted(marks, entry, own, fields.trace_id)
         if own and entry is not None and entry.local_root and entry.scope is None:
-            with self.store.lock:
-                self.store.root_ended(scope_key)
+            self.store.root_ended(scope_key)
         return Ended(marks, entry, own, self._status_reset(span, entry if own else None))
 
     @staticmethod
@@ -363,7 +357,6 @@ class Lifecycle:
                 agent=live.agent,
                 cfg=live.cfg,
                 call=live.evaluated,
-                state=live.state,
             )
         attributes = fields.attributes
         if not conventions.is_tool_span(attributes, fields.name, self._globals):
@@ -412,16 +405,7 @@ class Lifecycle:
         )
         call, cfg = outcome.call, outcome.cfg
         result = digest_outcome(call, conventions.result_of(attributes), error, cfg)
-        late: Decision | None = None
-        with self.store.lock:
-            state = outcome.state
-            if state is None:
-                state = self.store.get(outcome.scope_key)
-            if outcome.late and state.bound(outcome.span_id) is None:
-                late = state.for_span(
-                    outcome.span_id, call, cfg, outcome.late_call_id, outcome.agent
-                )
-            fired = state.end_span(outcome.span_id, result, cfg)
+        late, fired = self.store.update(outcome.scope_key, _end_of_call, outcome, result)
         if late is None and fired is None:
             return ()
         marks = []
@@ -433,3 +417,16 @@ class Lifecycle:
             shown = replace(fired, action="warn") if intended else fired
             marks.append(Mark(shown, call.tool, intended))
         return marks
+
+
+def _end_of_call(
+    state: ScopeState, outcome: _Outcome, result: OutcomeDigest
+) -> tuple[Decision | None, Verdict | None]:
+    """A tool span's end, on its scope's state in one update: the call's evaluation if it is
+    named only now (the third evaluation point), then its outcome. State changes only."""
+    late = None
+    if outcome.late and state.bound(outcome.span_id) is None:
+        late = state.for_span(
+            outcome.span_id, outcome.call, outcome.cfg, outcome.late_call_id, outcome.agent
+        )
+    return late, state.end_span(outcome.span_id, result, outcome.cfg)

@@ -17,7 +17,6 @@ from opentelemetry.trace import Span
 
 from ..config.settings import ResolvedConfig
 from ..engine.records import ProposedCall
-from ..engine.state import ScopeState
 from ..engine.store import TRACE_PREFIX
 from ..engine.verdict import Verdict
 
@@ -70,8 +69,6 @@ class LiveSpan:
     """The verdict of that evaluation, for later checks inside the span."""
     cfg: ResolvedConfig | None = None
     """The agent's config the call was evaluated under."""
-    state: ScopeState | None = None
-    """The scope's state it was recorded in (an evicted scope's state is simply let go)."""
     starts: int = 1
     """How many processors sharing the guard saw the span start (more than one is a misuse:
     the last of them to see it end does the work)."""

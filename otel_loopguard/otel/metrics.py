@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, Observation
 
-from ..engine.store import InMemoryStore
+from ..engine.store import Store
 from .annotations import meter_of
 
 __all__ = ["EVICTIONS_NAME", "RECORDS_NAME", "SCOPES_NAME", "observe_store"]
@@ -23,7 +23,7 @@ RECORDS_NAME = "loopguard.state.records"
 EVICTIONS_NAME = "loopguard.state.evictions"
 
 
-def observe_store(store: InMemoryStore, meter_provider: metrics.MeterProvider | None) -> None:
+def observe_store(store: Store, meter_provider: metrics.MeterProvider | None) -> None:
     """Register the store's instruments: scopes and records held, scopes dropped by reason."""
     meter = meter_of(meter_provider)
     held = weakref.ref(store)

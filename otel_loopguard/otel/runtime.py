@@ -2,7 +2,7 @@
 
 ``LoopGuard`` is the agent-facing API; ``LoopGuardSpanProcessor`` and ``@guard.tool`` are glue.
 What they have in common lives here, built once per guard: the resolved settings, the state
-store and its lock, the live spans, the annotator, the digest memory and the internal-error
+store, the live spans, the annotator, the digest memory and the internal-error
 reporter. Nothing reaches into another object's private fields.
 """
 
@@ -14,7 +14,7 @@ from opentelemetry import metrics, trace
 
 from ..config.settings import ResolvedConfig, Settings
 from ..engine.digests import Digester
-from ..engine.store import InMemoryStore
+from ..engine.store import Store
 from ..engine.verdict import Verdict
 from . import conventions, reader
 from .annotations import Annotator
@@ -26,12 +26,12 @@ __all__ = ["Runtime"]
 
 
 class Runtime:
-    """A guard's shared parts. Thread-safe as its parts are: the store's lock guards state."""
+    """A guard's shared parts. Thread-safe as its parts are: the store guards the state."""
 
     def __init__(
         self,
         settings: Settings,
-        store: InMemoryStore,
+        store: Store,
         meter_provider: metrics.MeterProvider | None,
         tracer_provider: trace.TracerProvider | None,
     ) -> None:
