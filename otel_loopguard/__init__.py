@@ -5,10 +5,11 @@ import logging
 from .config.environment import ConfigWarning
 from .config.loading import ConfigError, load_config
 from .config.model import LoopDetectionConfig, LoopGuardConfig
-from .engine.store import InMemoryStore, StoreStats
+from .engine.store import InMemoryStore, Store, StoreStats
 from .engine.verdict import CompactionLoopPersisted, LoopGuardError, ToolLoopBlocked, Verdict
 from .guard import LoopGuard
 from .processor import LoopGuardSpanProcessor
+from .stores.redis import RedisStore
 
 # A library logs, the application decides where to: no output unless logging is configured.
 logging.getLogger("otel_loopguard").addHandler(logging.NullHandler())
@@ -23,6 +24,8 @@ __all__ = [
     "LoopGuardConfig",
     "LoopGuardError",
     "LoopGuardSpanProcessor",
+    "RedisStore",
+    "Store",
     "StoreStats",
     "ToolLoopBlocked",
     "Verdict",

@@ -12,7 +12,7 @@ from opentelemetry import metrics, trace
 from .config.environment import kill_switch, switched_off
 from .config.loading import ConfigSource, load_config
 from .config.model import LoopGuardConfig
-from .config.settings import Settings, resolve
+from .config.settings import GlobalSettings, Settings, resolve
 from .engine.names import bounded
 from .engine.state import ScopeState
 from .engine.store import InMemoryStore, Store, StoreStats
@@ -23,6 +23,7 @@ from .otel.lifecycle import mark_of
 from .otel.live import DEFAULT_SCOPE, LiveSpan, trace_scope
 from .otel.metrics import observe_store
 from .otel.runtime import Runtime
+from .otel.suppress import suppressed
 from .tool import guarded_tool
 
 __all__ = ["LoopGuard"]
@@ -55,9 +56,8 @@ class LoopGuard:
         if kill_switch(os.environ):
             _logger.info("otel-loopguard is off: OTEL_LOOPGUARD_DISABLED=true")
             self.settings = switched_off(self.settings)
-        g = self.settings.globals
-        store = store if store is not None else InMemoryStore(g.max_scopes, g.idle_ttl_seconds)
-        store.configure(self.settings.max_history_size)
+        store = store if store is not None else _store_of(self.settings.globals)
+        store.configure(self.settings.max_history_size, io_context=suppressed)
         observe_store(store, meter_provider)
         self._runtime = Runtime(self.settings, store, meter_provider, tracer_provider)
         self._store = store
@@ -320,6 +320,21 @@ class LoopGuard:
             raise _Misuse(text)
         self._warned_unscoped = True
         _logger.warning(text)
+
+
+def _store_of(g: GlobalSettings) -> Store:
+    """The store the configuration names: shared on Redis / Valkey, or in this process."""
+    if g.store_url is None:
+        return InMemoryStore(g.max_scopes, g.idle_ttl_seconds)
+    from .stores.redis import RedisStore  # needs the optional 'redis' package
+
+    return RedisStore(
+        g.store_url,
+        timeout=g.store_timeout_seconds,
+        idle_ttl_seconds=g.idle_ttl_seconds,
+        key_prefix=g.store_key_prefix,
+        max_scopes=g.max_scopes,
+    )
 
 
 class _Misuse(ValueError):

@@ -12,6 +12,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from .redis_server import RedisServer
+
 os.environ["OTEL_LOOPGUARD_STRICT"] = "true"
 
 
@@ -42,3 +44,18 @@ def tracer_provider() -> Iterator[TracerProvider]:
 @pytest.fixture
 def export_processor(exporter: InMemorySpanExporter) -> SimpleSpanProcessor:
     return SimpleSpanProcessor(exporter)
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    """One real redis-server for the session; tests keep apart by key prefix (``prefix``)."""
+    server = RedisServer()
+    server.start()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def prefix(request: pytest.FixtureRequest) -> str:
+    """A key prefix of this test's own, so tests sharing the server never see each other."""
+    return f"t{abs(hash(request.node.nodeid)):x}:"

@@ -40,7 +40,7 @@ def apply(state: ScopeState, op: tuple[str, str, int, int], n: int, cfg: Resolve
     """One step of a run on ``state``: what it returned, to compare two states' behaviour."""
     kind, tool, arg, result = op
     call = digest_call(tool, {"n": arg}, cfg)
-    outcome = digest_outcome(call.is_poll, None if result == 2 else f"r{result}", None, cfg)
+    outcome = digest_outcome(call, None if result == 2 else f"r{result}", None, cfg)
     if kind == "span":  # a whole call: evaluated at its start, its outcome at its end
         decision = state.for_span(n, call, cfg, f"c{n}", None)
         return decision, state.end_span(n, outcome, cfg)
@@ -87,9 +87,9 @@ def test_a_decoded_state_equals_the_original_and_behaves_as_it(before: list, aft
 def test_every_field_of_the_state_is_shared_or_named_local() -> None:
     # A field added to ScopeState is shared unless it is named here: a process's own clock,
     # window size and totals, and ``counts``, rebuilt from the window.
-    assert codec.LOCAL_FIELDS == {"history_size", "counts", "last_used", "tally"}
+    assert {"history_size", "counts", "last_used", "tally"} == codec.LOCAL_FIELDS
     names = {f.name for f in dataclasses.fields(ScopeState)}
-    assert codec.LOCAL_FIELDS < names
+    assert names > codec.LOCAL_FIELDS
 
 
 @settings(max_examples=100, deadline=None)
@@ -128,7 +128,7 @@ def test_the_state_holds_digests_not_arguments_or_results() -> None:
     for n in range(5):
         call = digest_call("send_mail", {"password": secret, "n": n % 2}, CFG)
         state.for_span(n, call, CFG, None, None)
-        state.end_span(n, digest_outcome(False, f"token={secret}", None, CFG), CFG)
+        state.end_span(n, digest_outcome(call, f"token={secret}", None, CFG), CFG)
     state.for_span(99, digest_call("send_mail", {"password": secret}, CFG), CFG, None, None)
     blob = codec.encode(state)
     assert secret.encode() not in blob

@@ -56,6 +56,17 @@ def test_the_config_layer_imports_neither_the_engine_nor_opentelemetry(path: Pat
     assert forbidden(path, ("opentelemetry", *outer)) == []
 
 
+@pytest.mark.parametrize("path", modules_of("stores"), ids=lambda p: p.name)
+def test_the_shared_stores_import_no_opentelemetry_and_no_outer_layer(path: Path) -> None:
+    outer = ("otel_loopguard.otel", "otel_loopguard.cli", "otel_loopguard.guard")
+    assert forbidden(path, ("opentelemetry", *outer)) == []
+
+
+def test_the_engine_does_not_import_the_shared_stores() -> None:
+    for path in modules_of("engine"):
+        assert forbidden(path, ("otel_loopguard.stores", "redis")) == [], path.name
+
+
 @pytest.mark.parametrize("path", modules_of("otel"), ids=lambda p: p.name)
 def test_the_opentelemetry_layer_does_not_import_the_api_or_the_cli(path: Path) -> None:
     api = ("otel_loopguard.guard", "otel_loopguard.processor", "otel_loopguard.cli")
@@ -63,7 +74,7 @@ def test_the_opentelemetry_layer_does_not_import_the_api_or_the_cli(path: Path) 
 
 
 def test_every_layer_has_modules() -> None:
-    assert all(modules_of(layer) for layer in ("engine", "config", "otel", "cli"))
+    assert all(modules_of(layer) for layer in ("engine", "config", "otel", "stores", "cli"))
 
 
 def test_settings_hold_data_not_compiled_objects() -> None:

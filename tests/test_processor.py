@@ -31,6 +31,8 @@ def test_the_public_surface_is_what_we_mean() -> None:
         "LoopGuardConfig",
         "LoopGuardError",
         "LoopGuardSpanProcessor",
+        "RedisStore",
+        "Store",
         "StoreStats",
         "ToolLoopBlocked",
         "Verdict",

@@ -52,11 +52,12 @@ ENV_FIELDS: dict[str, tuple[str, ...]] = {
     "OTEL_LOOPGUARD_POST_COMPACTION_WINDOW_SIZE": ("postCompactionGuard", "windowSize"),
     "OTEL_LOOPGUARD_OBSERVE_ONLY": ("observeOnly",),
     "OTEL_LOOPGUARD_SCOPE": ("scope",),
+    "OTEL_LOOPGUARD_STORE_URL": ("store", "url"),
 }
 """Single global fields, laid over the file named by ``OTEL_LOOPGUARD_CONFIG``."""
 
 _BOOL_FIELDS = {"enabled", "observeOnly"}
-_STR_FIELDS = {"scope"}
+_STR_FIELDS = {"scope", "url"}
 
 
 class ConfigWarning(UserWarning):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
@@ -46,6 +47,36 @@ Name = Annotated[StrictStr, Field(min_length=1)]
 Scalar = StrictStr | StrictInt | StrictFloat | StrictBool
 
 _SCOPE = re.compile(r"^(trace|conversation|attribute:.+)$")
+
+STORE_SCHEMES = ("redis", "rediss", "unix")
+"""URL schemes of a shared store: Redis or Valkey, over TCP, TLS or a Unix socket."""
+
+
+def redact_url(url: str) -> str:
+    """The URL, quoted, with its password (if any) replaced by ``***``: for messages."""
+    try:
+        parts = urlsplit(url)
+        if parts.password is None:
+            return repr(url)
+    except ValueError:  # not a URL at all (an unbalanced '[', say): nothing to keep
+        return "a text that is not a URL"
+    host = parts.netloc.rpartition("@")[2]
+    return repr(parts._replace(netloc=f"{parts.username or ''}:***@{host}").geturl())
+
+
+def store_url(url: object) -> str:
+    """``url`` if it names a Redis or Valkey server, else a ``ValueError`` saying what is
+    allowed (it never repeats the URL, which may hold a password)."""
+    try:
+        scheme = urlsplit(url).scheme if isinstance(url, str) else ""
+    except ValueError:
+        scheme = ""
+    if not isinstance(url, str) or scheme not in STORE_SCHEMES:
+        raise ValueError(
+            "must be a redis://, rediss:// (TLS) or unix:// URL (a user and password, if "
+            "any, in the URL)"
+        )
+    return url
 
 
 class _Block(BaseModel):
@@ -112,11 +143,34 @@ class CompactionRecognition(_Block):
 
 
 class StoreConfig(_Block):
-    """The in-memory state store's bounds: at most so many scopes, and an idle TTL."""
+    """The state store: in memory (the default), or shared on Redis / Valkey (``url``). Its
+    bounds: at most so many scopes in this process, and an idle TTL (the keys' on Redis)."""
 
-    type: Literal["memory"] | None = None
+    type: Literal["memory", "redis"] | None = None
     max_scopes: Count | None = None
     idle_ttl_seconds: Annotated[StrictInt | StrictFloat, Field(gt=0)] | None = None
+    url: StrictStr | None = Field(default=None, repr=False)
+    """``redis://[[user]:password@]host[:port][/db]``, ``rediss://`` (TLS) or ``unix://``."""
+    timeout_ms: Count | None = None
+    """The longest a call waits for the shared store (default 50): then it goes on alone."""
+    key_prefix: Name | None = None
+    """The start of every key of the shared store (default ``loopguard:``)."""
+
+    @field_validator("url", mode="before")
+    @classmethod
+    def _url_form(cls, value: object) -> object:
+        return value if value is None else store_url(value)
+
+    @model_validator(mode="after")
+    def _url_and_type(self) -> StoreConfig:
+        if self.type == "redis" and self.url is None:
+            raise ValueError("type 'redis' needs a url (redis://, rediss:// or unix://)")
+        if self.type == "memory" and self.url is not None:
+            raise ValueError("a url is for type 'redis'; the memory store takes none")
+        shared = (self.timeout_ms, self.key_prefix)
+        if self.url is None and any(value is not None for value in shared):
+            raise ValueError("timeoutMs and keyPrefix are for a shared store: give its url")
+        return self
 
 
 class MetricsConfig(_Block):

@@ -207,6 +207,10 @@ class GlobalSettings:
     compaction_operation_names: frozenset[str] = frozenset({"compaction", "compact"})
     max_scopes: int = 10_000
     idle_ttl_seconds: float = 3600.0
+    store_url: str | None = field(default=None, repr=False)
+    """A shared store's URL (``None``: in memory); kept out of ``repr``, it may hold a password."""
+    store_timeout_seconds: float = 0.05
+    store_key_prefix: str = "loopguard:"
     metric_tool_names: frozenset[str] | None = None
     """The tool names the detections counter gives a series of their own (``None``: the first
     ``max_metric_tool_names``)."""
@@ -401,6 +405,13 @@ def _globals(block: LoopDetectionConfig) -> GlobalSettings:
         ),
         max_scopes=(store and store.max_scopes) or defaults.max_scopes,
         idle_ttl_seconds=float((store and store.idle_ttl_seconds) or defaults.idle_ttl_seconds),
+        store_url=store.url if store else None,
+        store_timeout_seconds=(
+            store.timeout_ms / 1000
+            if store and store.timeout_ms
+            else defaults.store_timeout_seconds
+        ),
+        store_key_prefix=(store and store.key_prefix) or defaults.store_key_prefix,
         metric_tool_names=(
             frozenset(metrics.tool_names)
             if metrics and metrics.tool_names is not None

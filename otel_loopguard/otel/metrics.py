@@ -16,15 +16,17 @@ from opentelemetry.metrics import CallbackOptions, Observation
 from ..engine.store import Store
 from .annotations import meter_of
 
-__all__ = ["EVICTIONS_NAME", "RECORDS_NAME", "SCOPES_NAME", "observe_store"]
+__all__ = ["EVICTIONS_NAME", "FALLBACKS_NAME", "RECORDS_NAME", "SCOPES_NAME", "observe_store"]
 
 SCOPES_NAME = "loopguard.state.scopes"
 RECORDS_NAME = "loopguard.state.records"
 EVICTIONS_NAME = "loopguard.state.evictions"
+FALLBACKS_NAME = "loopguard.state.fallbacks"
 
 
 def observe_store(store: Store, meter_provider: metrics.MeterProvider | None) -> None:
-    """Register the store's instruments: scopes and records held, scopes dropped by reason."""
+    """Register the store's instruments: scopes and records held, scopes dropped by reason,
+    and calls a shared store served from this process's own state."""
     meter = meter_of(meter_provider)
     held = weakref.ref(store)
 
@@ -47,6 +49,10 @@ def observe_store(store: Store, meter_provider: metrics.MeterProvider | None) ->
             Observation(stats.released, {"loopguard.reason": "released"}),
         ]
 
+    def fallbacks(_: CallbackOptions) -> Iterable[Observation]:
+        live = held()
+        return [] if live is None else [Observation(live.stats().fallbacks)]
+
     meter.create_observable_up_down_counter(
         SCOPES_NAME,
         callbacks=[scopes],
@@ -65,4 +71,11 @@ def observe_store(store: Store, meter_provider: metrics.MeterProvider | None) ->
         unit="{scope}",
         description="Scopes dropped from otel-loopguard's state: by LRU, idle TTL, or released "
         "when their local root span ended.",
+    )
+    meter.create_observable_counter(
+        FALLBACKS_NAME,
+        callbacks=[fallbacks],
+        unit="{call}",
+        description="Calls otel-loopguard's shared state store (Redis) served from this "
+        "process's own state because the server failed, was slow or answered with garbage.",
     )

@@ -1,0 +1,390 @@
+"""The state store on Redis or Valkey: one loop history for every process that serves a scope.
+
+See docs/design.md, 'Shared state'.
+
+Each scope is one hash key, ``<prefix><schema>:<scope>`` (one key: safe on Redis Cluster), that
+expires after the idle TTL. It holds digests only, never raw arguments or results: ``t``, the
+state's version token; ``s``, the state (``engine/codec.py``); ``a``, the abort flag, cheap to
+read on its own; and ``h:<process>`` for each process with an open local root of the trace.
+
+An update is one script call: "if the version is still the one I read, store my new state,
+else give me the current one". This process keeps the state of its last update of each scope,
+so when it made the scope's last change an evaluation costs one round trip; after another
+process's change, the reply carries the current state and the function runs again on it (two).
+The function only changes the state, so running it again is safe.
+
+Fails open: when the server is down, slow (each round trip is bounded by ``timeout``) or answers
+with something that is not our state, the call is served from this process's copy of the state,
+the outage is logged once and counted (``StoreStats.fallbacks``), and the server is tried again
+at most once every ``retry_seconds``, by the call that comes due: never a wait longer than one
+timeout, never a block because the store is down. When the server answers again, a scope nobody
+else changed meanwhile keeps what this process recorded; otherwise the server's state wins.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import threading
+import time
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable
+from contextlib import nullcontext
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
+
+from ..config.loading import ConfigError
+from ..engine import codec
+from ..engine.state import ScopeState
+from ..engine.store import IoContext, StoreStats
+from ..engine.verdict import Verdict
+from . import server
+
+if TYPE_CHECKING:
+    import redis
+
+__all__ = ["RedisStore"]
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+_logger = logging.getLogger("otel_loopguard")
+
+MAX_ATTEMPTS = 8
+"""Updates of one scope lost to other processes' changes, in a row, before this call is served
+from this process's state (each attempt is one round trip)."""
+
+_STORES: weakref.WeakSet[RedisStore] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for store in list(_STORES):
+        store._forget_process()
+
+
+class _Entry:
+    """This process's copy of a scope: the state as of ``token``, plus any change not yet
+    stored (made while the server was not answering). ``state`` is ``None`` while an update
+    has it out."""
+
+    __slots__ = ("abort", "state", "token")
+
+    def __init__(self, token: bytes, state: ScopeState) -> None:
+        self.token = token
+        self.state: ScopeState | None = state
+        self.abort = state.abort
+
+
+class RedisStore:
+    """A state store on Redis or Valkey that processes and hosts share; fails open.
+
+    ``url``: ``redis://[[user]:password@]host[:port][/db]``, ``rediss://`` for TLS, or
+    ``unix://path``; or ``client``, a ``redis.Redis`` or ``redis.cluster.RedisCluster`` of your
+    own (then its timeouts are yours to set). ``timeout`` (seconds) bounds each round trip and
+    each connection attempt; ``idle_ttl_seconds`` is the keys' TTL, renewed by every update;
+    ``max_scopes`` bounds this process's copies of scopes (least recently used dropped first).
+    Thread-safe; after ``os.fork()`` the child opens its own connections.
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        client: redis.Redis | Any = None,
+        timeout: float = 0.05,
+        idle_ttl_seconds: float = 3600.0,
+        key_prefix: str = "loopguard:",
+        max_scopes: int = 10_000,
+        retry_seconds: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        _check(timeout, idle_ttl_seconds, key_prefix, max_scopes, retry_seconds)
+        if (url is None) == (client is None):
+            raise ConfigError("RedisStore: give either url or client")
+        self._client = client if client is not None else server.connect(url, float(timeout))
+        self._update = self._client.register_script(server.UPDATE)
+        self._release = self._client.register_script(server.RELEASE)
+        self._where = server.describe(self._client)
+        self._timeout = float(timeout)
+        self._ttl_ms = max(1, round(idle_ttl_seconds * 1000))
+        self._prefix = f"{key_prefix}{codec.SCHEMA}:"
+        self._max_scopes = max_scopes
+        self._retry_seconds = float(retry_seconds)
+        self._clock = clock
+        self._io: IoContext = nullcontext
+        self._history_size = 30
+        self._fallbacks = 0
+        self._forget_process()
+        _STORES.add(self)
+
+    def _forget_process(self) -> None:
+        """Start this process's part afresh: at construction, and in a forked child (whose
+        inherited lock another thread may have held, and whose roots are the parent's)."""
+        self._lock = threading.Lock()
+        # Guarded by ``_lock``: the copies of scopes (least recently used first), the open
+        # local roots per trace scope, the scopes this process holds a root field in, and the
+        # outage and its counters. Never held for I/O.
+        self._cache: OrderedDict[str, _Entry] = OrderedDict()
+        self._roots: dict[str, int] = {}
+        self._held: set[str] = set()
+        self._down = False
+        self._retry_at = 0.0
+        self._evicted = 0
+        self._released = 0
+        self._process = os.urandom(6).hex()
+        self._holder = f"h:{self._process}".encode()
+        self._tokens = itertools.count()  # next() on a count is atomic: no lock
+        self._contended = False
+
+    # -- the Store interface ------------------------------------------------------------------
+
+    def configure(self, history_size: int, *, io_context: IoContext | None = None) -> None:
+        """The window size of new scopes, and what to enter around each round trip (the
+        guard's: OpenTelemetry instrumentation suppressed, so no span of ours feeds back)."""
+        self._history_size = history_size
+        self._io = io_context or nullcontext
+
+    def update(
+        self,
+        key: str,
+        fn: Callable[Concatenate[ScopeState, P], T],
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        """``fn(state, *args, **kwargs)`` on the scope's shared state, atomically: run again on
+        the current state when another process changed it meanwhile."""
+        token, state = self._take(key)
+        if not self._due():
+            return self._locally(key, token, state, fn(state, *args, **kwargs))
+        name = self._prefix + key
+        holder = self._holder if key in self._roots else b""
+        deadline = time.monotonic() + self._timeout
+        for _ in range(MAX_ATTEMPTS):
+            result = fn(state, *args, **kwargs)
+            new = f"{self._process}.{next(self._tokens):x}".encode()
+            blob = codec.encode(state)
+            abort = codec.encode_verdict(state.abort) if state.abort is not None else b""
+            try:
+                with self._io():
+                    reply = self._update(
+                        keys=[name], args=[token, new, blob, abort, self._ttl_ms, holder]
+                    )
+                current = server.conflict(reply)
+                if current is None:
+                    self._put(key, new, state, held=bool(holder))
+                    return result
+                # The token first: a state that cannot be read is replaced by this process's
+                # with the next update the server takes.
+                token, blob = current
+                state = codec.decode(blob, self._history_size) if blob else self._new()
+            except Exception as exc:  # the server's failure or garbage, never fn's
+                self._failed(exc)
+                return self._locally(key, token, state, result)
+            if time.monotonic() >= deadline:
+                break
+        # Others kept changing the scope first: decided on the newest state seen, not stored.
+        self._contention()
+        return self._locally(key, token, state, fn(state, *args, **kwargs))
+
+    def abort(self, key: str, *, fresh: bool = False) -> Verdict | None:
+        """The scope's abort flag: as this process last stored or read it, or (``fresh``) as
+        the server has it now, at the cost of a round trip."""
+        if fresh:
+            if self._due():
+                try:
+                    with self._io():
+                        blob = server.as_bytes(self._client.hget(self._prefix + key, "a"))
+                    verdict = codec.decode_verdict(blob) if blob else None
+                except Exception as exc:
+                    self._failed(exc)
+                else:
+                    self._recovered()
+                    return verdict
+            with self._lock:
+                self._fallbacks += 1
+        entry = self._cache.get(key)  # a dictionary read: atomic, no lock
+        return entry.abort if entry is not None else None
+
+    def release(self, key: str) -> None:
+        """Forget a scope, for every process (``guard.reset``)."""
+        self._forget(key)
+        if self._due():
+            self._remote(lambda: self._client.delete(self._prefix + key))
+
+    def root_started(self, key: str) -> None:
+        with self._lock:
+            if len(self._roots) >= 4 * self._max_scopes:
+                self._roots.pop(next(iter(self._roots)))
+            self._roots[key] = self._roots.get(key, 0) + 1
+
+    def root_ended(self, key: str) -> None:
+        """This process's last local root of the trace ended: the scope is released once no
+        process with a root of it that used it has one open (a trace may span services)."""
+        with self._lock:
+            remaining = self._roots.pop(key, 1) - 1
+            if remaining > 0:
+                self._roots[key] = remaining
+                return
+            held = key in self._held
+        self._forget(key)
+        if held and self._due():
+            name = self._prefix + key
+            self._remote(lambda: self._release(keys=[name], args=[self._holder]))
+
+    def stats(self) -> StoreStats:
+        """This process's copies of scopes and its counters (``records``: in those copies)."""
+        with self._lock:
+            entries = list(self._cache.values())
+            evicted, released, fallbacks = self._evicted, self._released, self._fallbacks
+        records = sum(len(e.state.history) for e in entries if e.state is not None)
+        return StoreStats(
+            scopes=len(entries),
+            records=records,
+            evicted_lru=evicted,
+            evicted_idle=0,  # the server expires idle scopes
+            released=released,
+            fallbacks=fallbacks,
+        )
+
+    def __len__(self) -> int:
+        return len(self._cache)
+
+    def close(self) -> None:
+        """Close the connections (a later call opens new ones)."""
+        self._client.close()
+
+    # -- this process's copies -----------------------------------------------------------------
+
+    def _new(self) -> ScopeState:
+        return ScopeState(self._history_size)
+
+    def _take(self, key: str) -> tuple[bytes, ScopeState]:
+        """This process's copy of the scope and its token, taken out for one update; a new
+        state, said to be absent on the server, when there is none (or another update has it:
+        the server then answers with the current one)."""
+        with self._lock:
+            entry = self._cache.get(key)
+            if entry is not None:
+                self._cache.move_to_end(key)
+                state = entry.state
+                if state is not None:
+                    entry.state = None
+                    return entry.token, state
+        return b"", self._new()
+
+    def _put(self, key: str, token: bytes, state: ScopeState, *, held: bool = False) -> None:
+        """Keep the state the server stored under ``token``."""
+        with self._lock:
+            self._keep(key, token, state)
+            if held:
+                self._held.add(key)
+            recovered, self._down = self._down, False
+        if recovered:
+            self._log_recovered()
+
+    def _locally(self, key: str, token: bytes, state: ScopeState, result: T) -> T:
+        """Keep a state the server did not store, as this process's copy (stored with the next
+        update the server takes, unless another process changed the scope meanwhile), and
+        count the call as served from it."""
+        with self._lock:
+            self._keep(key, token, state)
+            self._fallbacks += 1
+        return result
+
+    def _keep(self, key: str, token: bytes, state: ScopeState) -> None:
+        entry = self._cache.get(key)
+        if entry is not None:
+            entry.token, entry.state, entry.abort = token, state, state.abort
+            return
+        if len(self._cache) >= self._max_scopes:
+            self._cache.popitem(last=False)
+            self._evicted += 1
+        self._cache[key] = _Entry(token, state)
+
+    def _forget(self, key: str) -> None:
+        with self._lock:
+            if self._cache.pop(key, None) is not None or key in self._held:
+                self._released += 1
+            self._held.discard(key)
+
+    # -- outages --------------------------------------------------------------------------------
+
+    def _due(self) -> bool:
+        """Whether to ask the server: always, unless it failed and is not due for a retry (the
+        caller that finds it due is the one that retries; the others go on locally)."""
+        if not self._down:
+            return True
+        now = self._clock()
+        with self._lock:
+            if now < self._retry_at:
+                return False
+            self._retry_at = now + self._retry_seconds
+        return True
+
+    def _remote(self, call: Callable[[], object]) -> None:
+        try:
+            with self._io():
+                call()
+        except Exception as exc:
+            self._failed(exc)
+        else:
+            self._recovered()
+
+    def _failed(self, exc: Exception) -> None:
+        with self._lock:
+            self._retry_at = self._clock() + self._retry_seconds
+            if self._down:
+                return
+            self._down = True
+        # Once per outage; the exception's text names the server's problem (it never holds
+        # tool data: the store sends and receives digests only).
+        _logger.warning(
+            "otel-loopguard's shared state store %s failed (%s: %.200s); each process goes on "
+            "with its own copy of the state, and the store is tried again every %gs",
+            self._where,
+            type(exc).__name__,
+            exc,
+            self._retry_seconds,
+        )
+
+    def _recovered(self) -> None:
+        if not self._down:
+            return
+        with self._lock:
+            recovered, self._down = self._down, False
+        if recovered:
+            self._log_recovered()
+
+    def _log_recovered(self) -> None:
+        _logger.warning("otel-loopguard's shared state store %s answers again", self._where)
+
+    def _contention(self) -> None:
+        if self._contended:
+            return
+        self._contended = True  # said once per process: it is the load, not an outage
+        _logger.warning(
+            "otel-loopguard: one scope is changed by so many processes at once that an update "
+            "lost %d times in a row; it was decided on the newest state seen and not shared "
+            "(logged once; counted in StoreStats.fallbacks)",
+            MAX_ATTEMPTS,
+        )
+
+
+def _check(timeout: float, ttl: float, prefix: str, max_scopes: int, retry_seconds: float) -> None:
+    for label, value in (
+        ("timeout", timeout),
+        ("idle_ttl_seconds", ttl),
+        ("retry_seconds", retry_seconds),
+    ):
+        if type(value) not in (int, float) or not value > 0:
+            raise ConfigError(f"RedisStore {label}: got {value!r}; allowed: a number > 0")
+    if type(prefix) is not str or not prefix:
+        raise ConfigError(f"RedisStore key_prefix: got {prefix!r}; allowed: a non-empty str")
+    if type(max_scopes) is not int or max_scopes < 1:
+        raise ConfigError(f"RedisStore max_scopes: got {max_scopes!r}; allowed: an integer >= 1")
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

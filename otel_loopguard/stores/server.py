@@ -1,0 +1,106 @@
+"""The Redis side of the shared store: its two scripts, a client with our timeouts, and its
+replies read strictly (anything else is garbage, and a fallback)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..config.loading import ConfigError
+from ..config.model import redact_url, store_url
+from ..engine.codec import CodecError
+
+if TYPE_CHECKING:
+    import redis
+
+__all__ = ["RELEASE", "UPDATE", "as_bytes", "conflict", "connect", "describe"]
+
+UPDATE = """
+local current = redis.call('HGET', KEYS[1], 't') or ''
+if current ~= ARGV[1] then
+  return {0, current, redis.call('HGET', KEYS[1], 's') or ''}
+end
+redis.call('HSET', KEYS[1], 't', ARGV[2], 's', ARGV[3])
+if ARGV[4] == '' then
+  redis.call('HDEL', KEYS[1], 'a')
+else
+  redis.call('HSET', KEYS[1], 'a', ARGV[4])
+end
+if ARGV[6] ~= '' then
+  redis.call('HSET', KEYS[1], ARGV[6], '1')
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+return {1}
+"""
+"""KEYS[1]: the scope. ARGV: the token read ('' for none), the new token, the new state, the
+abort flag ('' for none), the TTL in ms, the process's root field ('' when it has no open root)."""
+
+RELEASE = """
+redis.call('HDEL', KEYS[1], ARGV[1])
+local fields = redis.call('HKEYS', KEYS[1])
+for i = 1, #fields do
+  if string.sub(fields[i], 1, 2) == 'h:' then return 0 end
+end
+redis.call('DEL', KEYS[1])
+return 1
+"""
+"""A process's last local root of the trace ended: drop its field, and the scope with the last."""
+
+
+def conflict(reply: object) -> tuple[bytes, bytes] | None:
+    """``None`` when the update was stored; else the current token and state."""
+    if type(reply) is list:
+        if reply == [1]:
+            return None
+        if len(reply) == 3 and reply[0] == 0:
+            return as_bytes(reply[1]), as_bytes(reply[2])
+    raise CodecError("the store's reply to an update is not one otel-loopguard sends")
+
+
+def as_bytes(value: object) -> bytes:
+    """A reply's string as bytes, whether or not the client decodes responses."""
+    if value is None or type(value) is bytes:
+        return value or b""
+    if type(value) is str:
+        return value.encode()
+    raise CodecError(f"the store answered with a {type(value).__name__}")
+
+
+def connect(url: str | None, timeout: float) -> redis.Redis:
+    """A client for ``url`` whose every connection attempt and round trip gives up after
+    ``timeout`` seconds, once: no retries, no health checks of its own."""
+    try:
+        url = store_url(url)
+    except ValueError as exc:
+        shown = redact_url(url) if isinstance(url, str) else repr(url)
+        raise ConfigError(f"RedisStore url: got {shown}; {exc}") from None
+    try:
+        import redis
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+    except ImportError:
+        raise ConfigError(
+            "a Redis store needs the 'redis' package: pip install 'otel-loopguard[redis]'"
+        ) from None
+    try:
+        client = redis.Redis.from_url(
+            url,
+            socket_timeout=timeout,
+            socket_connect_timeout=timeout,
+            retry=Retry(NoBackoff(), 0),  # one attempt per call: a retry would double the wait
+            health_check_interval=0,
+        )
+    except ValueError as exc:
+        raise ConfigError(f"RedisStore url {redact_url(url)}: {exc}") from None
+    client.set_retry(Retry(NoBackoff(), 0))
+    return client
+
+
+def describe(client: object) -> str:
+    """Where the store is, for log messages: host, port and database, never credentials."""
+    pool = getattr(client, "connection_pool", None)
+    kwargs = getattr(pool, "connection_kwargs", None) or {}
+    if "path" in kwargs:
+        return f"unix:{kwargs['path']}"
+    if "host" in kwargs:
+        return f"{kwargs['host']}:{kwargs.get('port', 6379)}/{kwargs.get('db', 0)}"
+    return type(client).__name__

@@ -1,0 +1,82 @@
+"""A real ``redis-server`` for the tests: on 127.0.0.1, a free port, no persistence.
+
+Started and stopped by the tests themselves (Debian's package; ``.ci/run`` installs it). Ready
+when the server says so on its log, never after a sleep.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+from typing import Any
+
+import pytest
+
+BINARY = shutil.which("redis-server")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class RedisServer:
+    """One server process; ``stop`` and ``start`` again keep its port (and lose its data)."""
+
+    def __init__(self) -> None:
+        if BINARY is None:
+            pytest.skip("redis-server is not installed (Debian: apt-get install redis-server)")
+        pytest.importorskip("redis")
+        self.port = free_port()
+        self._dir = tempfile.TemporaryDirectory(prefix="loopguard-redis-")
+        self._process: subprocess.Popen[str] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        assert BINARY is not None
+        assert self._process is None
+        fixed = ["--bind", "127.0.0.1", "--appendonly", "no", "--daemonize", "no"]
+        process = subprocess.Popen(
+            [BINARY, *fixed, "--port", str(self.port), "--save", "", "--dir", self._dir.name],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        ready = threading.Event()
+        lines: list[str] = []
+
+        def read() -> None:  # keeps draining the log so the server never blocks on it
+            assert process.stdout is not None
+            for line in process.stdout:
+                lines.append(line)
+                if "Ready to accept connections" in line:
+                    ready.set()
+            ready.set()  # the server exited
+
+        threading.Thread(target=read, daemon=True).start()
+        if not ready.wait(timeout=30) or process.poll() is not None:
+            process.kill()
+            raise RuntimeError("redis-server did not start:\n" + "".join(lines[-20:]))
+        self._process = process
+
+    def stop(self) -> None:
+        if self._process is not None:
+            self._process.terminate()
+            self._process.wait(timeout=30)
+            self._process = None
+
+    def client(self) -> Any:
+        import redis
+
+        return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=10)
+
+    def close(self) -> None:
+        self.stop()
+        self._dir.cleanup()
