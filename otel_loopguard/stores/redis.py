@@ -51,9 +51,9 @@ T = TypeVar("T")
 
 _logger = logging.getLogger("otel_loopguard")
 
-MAX_ATTEMPTS = 8
-"""Updates of one scope lost to other processes' changes, in a row, before this call is served
-from this process's state (each attempt is one round trip)."""
+MAX_ATTEMPTS = 64
+"""Updates of one scope lost to other processes' changes in a row (one round trip each) before
+the call is served from this process's state; the timeout ends the attempts sooner."""
 
 _STORES: weakref.WeakSet[RedisStore] = weakref.WeakSet()
 

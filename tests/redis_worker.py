@@ -1,0 +1,111 @@
+"""A worker process of the multi-process tests: its own TracerProvider, processor, meter provider
+and Redis store, making the tool calls it is told to over a pipe, and reporting what it saw.
+
+Importable by a spawned process (``multiprocessing``'s spawn start method), so nothing of the
+parent's state, threads or locks is inherited.
+"""
+
+from __future__ import annotations
+
+import json
+from multiprocessing.connection import Connection
+from multiprocessing.synchronize import Barrier
+from typing import Any
+
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from otel_loopguard import LoopGuard, LoopGuardSpanProcessor, RedisStore, Store, Verdict
+from otel_loopguard.testing import detection_counts, loop_events
+
+Call = tuple[str, Any, str]
+"""A tool call of a script: tool name, arguments, result."""
+
+
+class Agent:
+    """One process's guard on a real provider; every call is a chat turn of one conversation."""
+
+    def __init__(self, config: dict[str, Any], store: Store) -> None:
+        self.exporter = InMemorySpanExporter()
+        self.metrics = InMemoryMetricReader()
+        self.provider = TracerProvider()
+        self.guard = LoopGuard(
+            config,
+            meter_provider=MeterProvider(metric_readers=[self.metrics]),
+            tracer_provider=self.provider,
+            store=store,
+        )
+        downstream = SimpleSpanProcessor(self.exporter)
+        self.provider.add_span_processor(LoopGuardSpanProcessor(self.guard, downstream=downstream))
+        self.tracer = self.provider.get_tracer("worker")
+
+    def call(self, conversation: str, tool: str, args: Any, result: str) -> dict[str, Any]:
+        """A turn with one tool call (arguments at the span's start, ``guard.check()`` inside,
+        the result at its end, as pydantic-ai does): its verdict and the span's annotations."""
+        attributes = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": tool,
+            "gen_ai.tool.call.arguments": json.dumps(args),
+        }
+        with (
+            self.tracer.start_as_current_span(
+                "invoke_agent chat", attributes={"gen_ai.conversation.id": conversation}
+            ),
+            self.tracer.start_as_current_span(
+                f"execute_tool {tool}", attributes=attributes
+            ) as span,
+        ):
+            verdict = self.guard.check()
+            if not verdict.blocked:  # a blocked call is not run: no result
+                span.set_attribute("gen_ai.tool.call.result", result)
+        (tool_span,) = [s for s in self.exporter.get_finished_spans() if s.name.startswith("exe")]
+        self.exporter.clear()
+        return {"verdict": seen(verdict), **annotations(tool_span)}
+
+    def counts(self) -> dict[str, int]:
+        return {"/".join(key): value for key, value in detection_counts(self.metrics).items()}
+
+
+def seen(verdict: Verdict) -> list[object]:
+    return [verdict.level, verdict.action, verdict.detector, verdict.count]
+
+
+def annotations(span: ReadableSpan) -> dict[str, Any]:
+    """What otel-loopguard put on a span: its ``loopguard.*`` attributes and its events."""
+    attributes = span.attributes or {}
+    ours = {k: v for k, v in attributes.items() if k.startswith("loopguard.") or k == "error.type"}
+    events = [
+        [e["loopguard.detector"], e["loopguard.level"], e["loopguard.action"], e["loopguard.count"]]
+        for e in loop_events(span)
+    ]
+    return {"attributes": dict(sorted(ours.items())), "events": events}
+
+
+def serve(pipe: Connection, url: str, prefix: str, config: dict[str, Any], timeout: float) -> None:
+    """Make the calls the parent sends, one at a time, until it says ``done``."""
+    agent = Agent(config, RedisStore(url, key_prefix=prefix, timeout=timeout))
+    while True:
+        message = pipe.recv()
+        if message == "done":
+            pipe.send({"counts": agent.counts(), "fallbacks": agent.guard.stats().fallbacks})
+            return
+        conversation, tool, args, result = message
+        pipe.send(agent.call(conversation, tool, args, result))
+
+
+def hammer(
+    barrier: Barrier, pipe: Connection, url: str, prefix: str, config: dict[str, Any], worker: int
+) -> None:
+    """Ask about the same call 50 times, as fast as possible, all workers at once."""
+    guard = LoopGuard(config, store=RedisStore(url, key_prefix=prefix, timeout=10.0))
+    barrier.wait(timeout=60)
+    counts = [
+        guard.check(
+            "poll_queue", {"queue": "jobs"}, scope="conversation:shared", call_id=f"{worker}-{n}"
+        ).count
+        for n in range(50)
+    ]
+    pipe.send({"counts": counts, "fallbacks": guard.stats().fallbacks})
