@@ -25,7 +25,8 @@ it, over one bounded workload of agent traces (healthy ones and loops that warn,
 abort), run on both sides in back-to-back pairs of rounds. Ratios for the percentiles only: the
 max is one call, a GC pause or a preemption, not a property of either side.
 
-Run: python3 benchmarks/overhead.py [--rounds N] [--quick] [--parts | --latency]
+Run: python3 benchmarks/overhead.py [--rounds N] [--quick] [--parts | --latency | --redis]
+(``--redis``: the shared store against the in-memory one, see ``shared_store.py``)
 Targets: non-tool spans <= 1.05; tool spans <= 1.30; cost per call at call 100 000 of one trace
 within 10 % of call 100; 10 000 live traces x 30 calls <= 64 MB of otel-loopguard state.
 """
@@ -562,6 +563,15 @@ def main() -> None:
         action="store_true",
         help="only the distribution of one on_end call's time, with and without otel-loopguard",
     )
+    only.add_argument(
+        "--redis",
+        action="store_true",
+        help="only the Redis store's cost: latency per tool call, round trips, 8 processes",
+    )
+    parser.add_argument(
+        "--redis-url",
+        help="with --redis: a server to use (default: start a redis-server of the run's own)",
+    )
     args = parser.parse_args()
     scale = 5 if args.quick else 1
     rounds = args.rounds // scale
@@ -572,6 +582,11 @@ def main() -> None:
         return
     if args.latency:
         latency(latency_traces)
+        return
+    if args.redis:
+        import shared_store  # beside this file: python3 benchmarks/overhead.py puts it on the path
+
+        shared_store.main(args.redis_url, args.quick)
         return
     print(f"{'workload':<44} {'without':>11} -> {'with':>8}")
     httpx = plain_spans("opentelemetry.instrumentation.httpx")

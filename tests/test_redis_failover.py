@@ -15,6 +15,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
@@ -22,6 +23,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from otel_loopguard import LoopGuard, RedisStore
 from otel_loopguard.engine import codec
+from otel_loopguard.stores.redis import MAX_ATTEMPTS
 
 from .helpers import Rig, rig, tool_span
 from .redis_server import RedisServer, free_port
@@ -173,6 +175,31 @@ def test_a_key_of_another_kind_is_left_alone_and_the_calls_go_on(
     assert redis_server.client().get(key) == b"not ours"
     assert len(r.spans("execute_tool read_file")) == 3
     assert len(outage_logs(caplog)) == 1  # one outage: the retries failed too
+
+
+def test_a_scope_others_keep_changing_is_decided_alone_after_the_last_attempt(
+    redis_server: RedisServer, prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    import redis
+
+    caplog.set_level(logging.WARNING, logger="otel_loopguard")
+    other = redis_server.client()
+    attempts = []
+
+    class Contended(redis.Redis):  # type: ignore[type-arg]  # another process wins every race
+        def execute_command(self, *args: Any, **options: Any) -> Any:
+            if args[0] == "EVALSHA":
+                attempts.append(args[3])
+                other.hset(args[3], "t", f"theirs-{len(attempts)}")
+            return super().execute_command(*args, **options)
+
+    client = Contended(host="127.0.0.1", port=redis_server.port)
+    guard = LoopGuard(ON, store=RedisStore(client=client, key_prefix=prefix))
+    verdict = guard.check("read_file", {"path": "a"}, scope="run-1")
+    assert verdict.level == "ok"
+    assert 2 <= len(attempts) <= MAX_ATTEMPTS + 1  # one more: the script's first loading
+    assert guard.stats().fallbacks == 1
+    assert any("kept changing" in r.getMessage() for r in caplog.records)
 
 
 @pytest.fixture

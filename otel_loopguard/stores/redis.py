@@ -365,10 +365,12 @@ class RedisStore:
             return
         self._contended = True  # said once per process: it is the load, not an outage
         _logger.warning(
-            "otel-loopguard: one scope is changed by so many processes at once that an update "
-            "lost %d times in a row; it was decided on the newest state seen and not shared "
-            "(logged once; counted in StoreStats.fallbacks)",
+            "otel-loopguard: other processes kept changing a scope of the shared store before "
+            "this one could store its update (%d attempts, or its timeout of %gs): a call was "
+            "decided on the newest state seen, and not shared (logged once per process; each "
+            "such call is counted in StoreStats.fallbacks)",
             MAX_ATTEMPTS,
+            self._timeout,
         )
 
 
