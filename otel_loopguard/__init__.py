@@ -1,6 +1,7 @@
 """otel-loopguard: stop LLM agents looping on tool calls, using the spans they already emit."""
 
 import logging
+from typing import TYPE_CHECKING, Any
 
 from .config.environment import ConfigWarning
 from .config.loading import ConfigError, load_config
@@ -9,7 +10,9 @@ from .engine.store import InMemoryStore, Store, StoreStats
 from .engine.verdict import CompactionLoopPersisted, LoopGuardError, ToolLoopBlocked, Verdict
 from .guard import LoopGuard
 from .processor import LoopGuardSpanProcessor
-from .stores.redis import RedisStore
+
+if TYPE_CHECKING:
+    from .stores.redis import RedisStore
 
 # A library logs, the application decides where to: no output unless logging is configured.
 logging.getLogger("otel_loopguard").addHandler(logging.NullHandler())
@@ -31,3 +34,13 @@ __all__ = [
     "Verdict",
     "load_config",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # RedisStore is imported when first named: most applications never load the shared store
+    # (nor its codec), and an import is paid for by every process that imports us.
+    if name == "RedisStore":
+        from .stores.redis import RedisStore
+
+        return RedisStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -191,7 +191,14 @@ class InMemoryStore:
     ) -> T:
         """``fn(state, *args, **kwargs)`` on the scope's state, under ``lock``."""
         with self.lock:
-            return fn(self.get(key), *args, **kwargs)
+            # ``get``'s most common case, inline: this runs at every evaluation point.
+            now = self._clock()
+            state = self._scopes.get(key) if now < self._idle_from else None
+            if state is None:
+                return fn(self.get(key), *args, **kwargs)
+            self._scopes.move_to_end(key)
+            state.last_used = now
+            return fn(state, *args, **kwargs)
 
     def abort(self, key: str, *, fresh: bool = False) -> Verdict | None:
         """The scope's abort flag: two reference reads, each atomic under the GIL (no lock)."""

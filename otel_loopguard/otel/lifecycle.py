@@ -405,7 +405,13 @@ class Lifecycle:
         )
         call, cfg = outcome.call, outcome.cfg
         result = digest_outcome(call, conventions.result_of(attributes), error, cfg)
-        late, fired = self.store.update(outcome.scope_key, _end_of_call, outcome, result)
+        if outcome.late:
+            late, fired = self.store.update(outcome.scope_key, _end_of_call, outcome, result)
+        else:  # most tool spans: evaluated while live, only the outcome is new
+            late = None
+            fired = self.store.update(
+                outcome.scope_key, ScopeState.end_span, outcome.span_id, result, cfg
+            )
         if late is None and fired is None:
             return ()
         marks = []
@@ -422,10 +428,11 @@ class Lifecycle:
 def _end_of_call(
     state: ScopeState, outcome: _Outcome, result: OutcomeDigest
 ) -> tuple[Decision | None, Verdict | None]:
-    """A tool span's end, on its scope's state in one update: the call's evaluation if it is
-    named only now (the third evaluation point), then its outcome. State changes only."""
+    """The end of a tool span named only now, on its scope's state in one update: the call's
+    evaluation (the third evaluation point) unless it has one, then its outcome. State changes
+    only."""
     late = None
-    if outcome.late and state.bound(outcome.span_id) is None:
+    if state.bound(outcome.span_id) is None:
         late = state.for_span(
             outcome.span_id, outcome.call, outcome.cfg, outcome.late_call_id, outcome.agent
         )
