@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -162,6 +163,21 @@ def test_validate_reports_a_bad_config_file(tmp_path: Path) -> None:
     good = tmp_path / "good.json"
     good.write_text('{"enabled": true}')
     assert run("validate", str(good)).returncode == 0
+
+
+def test_validate_names_a_shared_store_without_its_password(tmp_path: Path) -> None:
+    path = tmp_path / "shared.json"
+    store = {"url": "rediss://alice:s3cret-pw@cache.internal:6380/2", "timeoutMs": 20}
+    path.write_text(json.dumps({"enabled": True, "store": store}))
+    result = run("validate", str(path))
+    assert result.returncode == 0, result.stderr
+    assert row(result.stdout, "store") == [
+        "store",
+        "Redis / Valkey at 'rediss://alice:***@cache.internal:6380/2', timeout 20 ms, keys "
+        "loopguard:*",
+        "(file)",
+    ]
+    assert "s3cret" not in result.stdout + result.stderr
 
 
 def row(out: str, setting: str) -> list[str]:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..config.loading import load_config
-from ..config.model import LoopDetectionConfig
+from ..config.model import LoopDetectionConfig, redact_url
 from ..config.settings import (
     DEFAULT_POLL_RULES,
     DEFAULT_VOLATILE_KEYS,
@@ -134,6 +134,14 @@ def _global_rows(settings: GlobalSettings) -> list[tuple[str, str]]:
         (
             "toolSpans",
             f"{len(settings.tool_span_attributes) + len(settings.tool_span_names)} extra rules",
+        ),
+        (
+            "store",
+            "in memory  (default)"
+            if settings.store_url is None
+            else f"Redis / Valkey at {redact_url(settings.store_url)}, timeout "
+            f"{settings.store_timeout_seconds * 1000:g} ms, keys {settings.store_key_prefix}*  "
+            "(file)",
         ),
         ("store.maxScopes", f"{settings.max_scopes}  {mark(settings.max_scopes, 10_000)}"),
         (
