@@ -25,15 +25,26 @@ def free_port() -> int:
 
 
 class RedisServer:
-    """One server process; ``stop`` and ``start`` again keep its port (and lose its data)."""
+    """One server process; ``stop`` and ``start`` again keep its port (and lose its data).
 
-    def __init__(self) -> None:
+    ``tls``: (certificate, key) files: the server speaks TLS only. ``password``: AUTH needed.
+    """
+
+    def __init__(self, *, tls: tuple[str, str] | None = None, password: str | None = None) -> None:
         if BINARY is None:
             pytest.skip("redis-server is not installed (Debian: apt-get install redis-server)")
         pytest.importorskip("redis")
         self.port = free_port()
         self._dir = tempfile.TemporaryDirectory(prefix="loopguard-redis-")
         self._process: subprocess.Popen[str] | None = None
+        self._options: list[str] = ["--port", str(self.port)]
+        if tls is not None:
+            cert, key = tls
+            self._options = ["--port", "0", "--tls-port", str(self.port), "--tls-cert-file", cert]
+            self._options += ["--tls-key-file", key, "--tls-ca-cert-file", cert]
+            self._options += ["--tls-auth-clients", "no"]
+        if password is not None:
+            self._options += ["--requirepass", password]
 
     @property
     def url(self) -> str:
@@ -44,7 +55,7 @@ class RedisServer:
         assert self._process is None
         fixed = ["--bind", "127.0.0.1", "--appendonly", "no", "--daemonize", "no"]
         process = subprocess.Popen(
-            [BINARY, *fixed, "--port", str(self.port), "--save", "", "--dir", self._dir.name],
+            [BINARY, *fixed, *self._options, "--save", "", "--dir", self._dir.name],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -80,3 +91,16 @@ class RedisServer:
     def close(self) -> None:
         self.stop()
         self._dir.cleanup()
+
+
+def self_signed(directory: str) -> tuple[str, str]:
+    """A certificate for 127.0.0.1 and its key, made with ``openssl`` (skips without it)."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("openssl is not installed")
+    cert, key = f"{directory}/cert.pem", f"{directory}/key.pem"
+    names = ["-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"]
+    files = ["-keyout", key, "-out", cert]
+    new = ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
+    subprocess.run([openssl, *new, *names, *files], check=True, capture_output=True)
+    return cert, key

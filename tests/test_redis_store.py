@@ -8,8 +8,10 @@ its own copy of the state, as a process has); tests/test_redis_processes.py runs
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,7 +24,7 @@ from otel_loopguard import ConfigError, LoopGuard, RedisStore
 from otel_loopguard.engine import codec
 
 from .helpers import Rig, events, genai_attributes, rig, tool_span
-from .redis_server import RedisServer
+from .redis_server import RedisServer, self_signed
 
 ON = {"enabled": True}
 CONVERSATION = {"enabled": True, "scope": "conversation"}
@@ -177,6 +179,32 @@ def test_the_key_prefix_and_timeout_come_from_the_configuration(
     guard = LoopGuard({"enabled": True, "store": store})
     guard.check("read_file", {"p": 1}, scope="run-1")
     assert keys(redis_server, prefix) == [f"{prefix}{codec.SCHEMA}:run-1".encode()]
+
+
+def test_tls_and_a_password_work_through_the_url(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    cert, key = self_signed(str(tmp_path))
+    server = RedisServer(tls=(cert, key), password="s3cret-pw")
+    server.start()
+    try:
+        monkeypatch.setenv("SSL_CERT_FILE", cert)  # the client trusts this certificate
+        url = f"rediss://:s3cret-pw@127.0.0.1:{server.port}/0"
+        guard = LoopGuard({"enabled": True, "store": {"url": url, "timeoutMs": 5000}})
+        verdicts = [guard.check("read_file", {"p": 1}, scope="run-1") for _ in range(11)]
+        assert verdicts[-1].level == "warning"
+        assert guard.stats().fallbacks == 0
+        caplog.set_level(logging.WARNING, logger="otel_loopguard")
+        for wrong in (url.replace("s3cret-pw", "guess"), url.replace("rediss", "redis")):
+            other = LoopGuard({"enabled": True, "store": {"url": wrong, "timeoutMs": 5000}})
+            assert other.check("read_file", {"p": 1}, scope="run-1").level == "ok"  # alone
+            assert other.stats().fallbacks == 1
+        outages = [r.getMessage() for r in caplog.records if "store" in r.getMessage()]
+        assert len(outages) == 2  # one outage each, said once
+        assert "AuthenticationError" in outages[0]
+        assert all("s3cret" not in text for text in outages)
+    finally:
+        server.close()
 
 
 def test_a_bad_url_is_refused_at_load_without_showing_its_password() -> None:
