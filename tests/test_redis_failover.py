@@ -3,6 +3,7 @@ downstream, no call waits longer than the timeout, the guard goes on with this p
 of the state, says so once per outage, counts it, and comes back by itself.
 
 The retry clock is injected (a list the test moves forward), so no test waits for a retry.
+Timeouts are long where the test is not about them: a busy machine's pause is no outage.
 """
 
 from __future__ import annotations
@@ -91,7 +92,9 @@ def test_a_slow_store_costs_a_call_no_more_than_the_timeout(
 ) -> None:
     caplog.set_level(logging.WARNING, logger="otel_loopguard")
     clock = Clock()
-    r = rig(CONVERSATION, store=RedisStore(redis_server.url, key_prefix=prefix, clock=clock))
+    # Half a second: far below the pause, far above a busy machine's stall.
+    shared = RedisStore(redis_server.url, key_prefix=prefix, timeout=0.5, clock=clock)
+    r = rig(CONVERSATION, store=shared)
     same_calls(r, 5)
     admin = redis_server.client()
     admin.execute_command("CLIENT", "PAUSE", "30000", "WRITE")  # writes wait 30 s
@@ -108,7 +111,9 @@ def test_a_slow_store_costs_a_call_no_more_than_the_timeout(
     same_calls(r, 1)
     assert levels(r)[-1] == "warning"  # the calls made meanwhile were kept, and stored
     assert "answers again" in outage_logs(caplog)[-1]
-    other = LoopGuard(CONVERSATION, store=RedisStore(redis_server.url, key_prefix=prefix))
+    other = LoopGuard(
+        CONVERSATION, store=RedisStore(redis_server.url, key_prefix=prefix, timeout=5.0)
+    )
     assert other.check("read_file", {"path": "a"}, scope="conversation:c").count == 11
 
 
@@ -120,7 +125,7 @@ def test_a_stopped_server_is_used_again_once_it_is_back(
     server.start()
     try:
         clock = Clock()
-        worker = rig(CONVERSATION, store=RedisStore(server.url, clock=clock))
+        worker = rig(CONVERSATION, store=RedisStore(server.url, timeout=5.0, clock=clock))
         same_calls(worker, 5)
         server.stop()
         same_calls(worker, 6)  # served from the worker's copy: the 11th call warns
@@ -145,7 +150,8 @@ def test_unreadable_state_in_a_key_is_a_fallback_then_replaced(
 ) -> None:
     caplog.set_level(logging.WARNING, logger="otel_loopguard")
     clock = Clock()
-    guard = LoopGuard(ON, store=RedisStore(redis_server.url, key_prefix=prefix, clock=clock))
+    store = RedisStore(redis_server.url, key_prefix=prefix, timeout=5.0, clock=clock)
+    guard = LoopGuard(ON, store=store)
     for _ in range(3):
         guard.check("read_file", {"path": "a"}, scope="run-1")
     key = f"{prefix}{codec.SCHEMA}:run-1"
@@ -164,7 +170,7 @@ def test_a_key_of_another_kind_is_left_alone_and_the_calls_go_on(
 ) -> None:
     caplog.set_level(logging.WARNING, logger="otel_loopguard")
     clock = Clock()
-    r = rig(ON, store=RedisStore(redis_server.url, key_prefix=prefix, clock=clock))
+    r = rig(ON, store=RedisStore(redis_server.url, key_prefix=prefix, timeout=5.0, clock=clock))
     with r.tracer.start_as_current_span("invoke_agent run") as run:
         trace_id = run.get_span_context().trace_id
         key = f"{prefix}{codec.SCHEMA}:trace:{trace_id:032x}"
@@ -194,7 +200,7 @@ def test_a_scope_others_keep_changing_is_decided_alone_after_the_last_attempt(
             return super().execute_command(*args, **options)
 
     client = Contended(host="127.0.0.1", port=redis_server.port)
-    guard = LoopGuard(ON, store=RedisStore(client=client, key_prefix=prefix))
+    guard = LoopGuard(ON, store=RedisStore(client=client, key_prefix=prefix, timeout=5.0))
     verdict = guard.check("read_file", {"path": "a"}, scope="run-1")
     assert verdict.level == "ok"
     assert 2 <= len(attempts) <= MAX_ATTEMPTS + 1  # one more: the script's first loading
@@ -258,7 +264,7 @@ def test_a_server_answering_garbage_is_a_fallback(
 def test_a_forked_child_shares_the_store_even_in_the_middle_of_an_update(
     redis_server: RedisServer, prefix: str
 ) -> None:
-    store = RedisStore(redis_server.url, key_prefix=prefix)
+    store = RedisStore(redis_server.url, key_prefix=prefix, timeout=5.0)
     guard = LoopGuard({"enabled": True, "warningThreshold": 1}, store=store)  # count = repeats
     for _ in range(5):
         guard.check("read_file", {"p": 1}, scope="shared")

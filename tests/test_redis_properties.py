@@ -91,7 +91,10 @@ def test_the_shared_store_decides_as_the_in_memory_store(
 ) -> None:
     conversation = f"conv-{next(CONVERSATIONS)}"
     alone = rig(CONFIG, store=InMemoryStore())
-    shared = [rig(CONFIG, store=RedisStore(redis_server.url, key_prefix=prefix)) for _ in "ab"]
+    shared = [
+        rig(CONFIG, store=RedisStore(redis_server.url, key_prefix=prefix, timeout=5.0))
+        for _ in "ab"
+    ]
     for op in ops:
         assert step(shared[op[4]], conversation, op) == step(alone, conversation, op), op
     scope = f"conversation:{conversation}"

@@ -20,7 +20,8 @@ from opentelemetry import trace
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
-from otel_loopguard import ConfigError, LoopGuard, RedisStore
+from otel_loopguard import ConfigError, LoopGuard, RedisStore, load_config
+from otel_loopguard.config.settings import resolve
 from otel_loopguard.engine import codec
 
 from .helpers import Rig, events, genai_attributes, rig, tool_span
@@ -31,7 +32,9 @@ CONVERSATION = {"enabled": True, "scope": "conversation"}
 
 
 def store(server: RedisServer, prefix: str, **kwargs: Any) -> RedisStore:
-    return RedisStore(server.url, key_prefix=prefix, **kwargs)
+    """A store on the test server; its timeout is long (these tests are not about it), so that
+    a busy machine's pause is never an outage here."""
+    return RedisStore(server.url, key_prefix=prefix, **{"timeout": 5.0, **kwargs})
 
 
 def keys(server: RedisServer, prefix: str) -> list[bytes]:
@@ -158,10 +161,13 @@ def test_a_call_asked_in_one_process_and_run_in_another_is_counted_once(
 
 
 def test_the_configuration_and_the_environment_name_the_store(
-    redis_server: RedisServer, prefix: str, monkeypatch: pytest.MonkeyPatch
+    redis_server: RedisServer, prefix: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from_config = LoopGuard({"enabled": True, "store": {"url": redis_server.url}})
-    monkeypatch.delenv("OTEL_LOOPGUARD_CONFIG", raising=False)
+    timeout = {"timeoutMs": 5000}
+    from_config = LoopGuard({"enabled": True, "store": {"url": redis_server.url, **timeout}})
+    file = tmp_path / "loopguard.json"
+    file.write_text(json.dumps({"store": timeout}))
+    monkeypatch.setenv("OTEL_LOOPGUARD_CONFIG", str(file))
     monkeypatch.setenv("OTEL_LOOPGUARD_ENABLED", "true")
     monkeypatch.setenv("OTEL_LOOPGUARD_STORE_URL", redis_server.url)
     from_env = LoopGuard()
@@ -175,7 +181,7 @@ def test_the_configuration_and_the_environment_name_the_store(
 def test_the_key_prefix_and_timeout_come_from_the_configuration(
     redis_server: RedisServer, prefix: str
 ) -> None:
-    store = {"url": redis_server.url, "keyPrefix": prefix, "timeoutMs": 250}
+    store = {"url": redis_server.url, "keyPrefix": prefix, "timeoutMs": 5000}
     guard = LoopGuard({"enabled": True, "store": store})
     guard.check("read_file", {"p": 1}, scope="run-1")
     assert keys(redis_server, prefix) == [f"{prefix}{codec.SCHEMA}:run-1".encode()]
@@ -207,6 +213,19 @@ def test_tls_and_a_password_work_through_the_url(
         server.close()
 
 
+def test_a_shared_store_s_settings_without_its_url_are_noted() -> None:
+    # Allowed, as a file may hold them and the environment the URL; alone they do nothing.
+    settings = resolve(load_config({"store": {"timeoutMs": 20, "keyPrefix": "app:"}}))
+    assert [note for note in settings.notes if "store." in note] == [
+        "tools.loopDetection: store.timeoutMs has no effect without store.url (the state is in "
+        "memory)",
+        "tools.loopDetection: store.keyPrefix has no effect without store.url (the state is in "
+        "memory)",
+    ]
+    with pytest.raises(ConfigError, match="type 'redis' needs a url"):
+        load_config({"store": {"type": "redis"}})
+
+
 def test_a_bad_url_is_refused_at_load_without_showing_its_password() -> None:
     with pytest.raises(ConfigError) as raised:
         LoopGuard({"store": {"url": "http://admin:hunter2@cache:6379"}})
@@ -230,7 +249,7 @@ def test_every_round_trip_runs_with_instrumentation_suppressed(
             return super().execute_command(*args, **options)
 
     client = Recording(host="127.0.0.1", port=redis_server.port)
-    r = rig(ON, store=RedisStore(client=client, key_prefix=prefix))
+    r = rig(ON, store=RedisStore(client=client, key_prefix=prefix, timeout=5.0))
     with r.tracer.start_as_current_span("invoke_agent run"):
         tool_span(r.tracer, "read_file", {"path": "a"}, "x")
         r.guard.check("read_file", {"path": "b"})

@@ -167,9 +167,6 @@ class StoreConfig(_Block):
             raise ValueError("type 'redis' needs a url (redis://, rediss:// or unix://)")
         if self.type == "memory" and self.url is not None:
             raise ValueError("a url is for type 'redis'; the memory store takes none")
-        shared = (self.timeout_ms, self.key_prefix)
-        if self.url is None and any(value is not None for value in shared):
-            raise ValueError("timeoutMs and keyPrefix are for a shared store: give its url")
         return self
 
 

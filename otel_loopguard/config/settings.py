@@ -431,6 +431,15 @@ def resolve(config: LoopGuardConfig) -> Settings:
         entry.id: _normalise(_merge(base, entry.loop_detection), f"agent {entry.id!r}", notes)
         for entry in config.agent_entries
     }
+    store = base.store
+    if store is not None and store.url is None:
+        # Allowed (a file may set them and the environment the URL), but said: alone they
+        # change nothing.
+        for name, value in (("timeoutMs", store.timeout_ms), ("keyPrefix", store.key_prefix)):
+            if value is not None:
+                text = f"store.{name} has no effect without store.url (the state is in memory)"
+                _log.warning("tools.loopDetection: %s", text)
+                notes.append(f"tools.loopDetection: {text}")
     return Settings(
         source=config, globals=_globals(base), default=default, agents=agents, notes=tuple(notes)
     )
