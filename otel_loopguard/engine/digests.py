@@ -23,7 +23,6 @@ class OutcomeDigest(NamedTuple):
     result_fp: int | None
     unknown_tool: str | None
     outcome: Outcome
-    no_progress: bool = False
     failure_fp: int | None = None
 
 
@@ -60,7 +59,6 @@ def digest_outcome(
             result_fp=fp.error_key(error),
             unknown_tool=unknown_tool_name(error, openclaw=cfg.openclaw_unknown_tool_patterns),
             outcome="error",
-            no_progress=True,
         )
     if result is None:
         return _EMPTY
@@ -106,8 +104,7 @@ def _read_structured(
     return OutcomeDigest(
         result_fp=fp.value_result_key(reading.value, volatile),
         unknown_tool=None,
-        outcome="ok",
-        no_progress=reading.no_progress,
+        outcome="unchanged" if reading.no_progress else "ok",
         failure_fp=(
             None if reading.failure is None else fp.value_result_key(reading.failure, volatile)
         ),

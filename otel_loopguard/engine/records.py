@@ -7,8 +7,9 @@ from typing import Literal, NamedTuple
 
 __all__ = ["CallKind", "CallRecord", "Outcome", "ProposedCall"]
 
-Outcome = Literal["pending", "ok", "error", "veto", "empty"]
-"""``pending``: evaluated, not ended; ``empty``: ended with no result; ``veto``: blocked."""
+Outcome = Literal["pending", "ok", "unchanged", "error", "veto", "empty"]
+"""``pending``: evaluated, not ended; ``unchanged``: a result saying nothing changed (a
+``write`` with ``changed: false``); ``empty``: ended with no result; ``veto``: blocked."""
 
 
 @dataclass(slots=True)
@@ -27,12 +28,19 @@ class CallRecord:
     result_fp: int | None = None
     unknown_tool: str | None = None
     outcome: Outcome = "pending"
-    no_progress: bool = False
-    """The outcome says by itself that nothing moved: an error, a ``write`` that changed nothing
-    (the outcomes argument churn is made of)."""
     failure_fp: int | None = None
     """An ``exec`` terminal failure's identity: exit code and output with timestamps, durations,
     attempt counters and pids blanked, so retries and other commands failing alike match."""
+
+    @property
+    def no_progress(self) -> bool:
+        """The outcome says by itself that nothing moved: an error, a ``write`` that changed
+        nothing (the outcomes argument churn is made of). Read from ``outcome``, not kept: a
+        window holds 30 records per scope, and scopes by the thousand."""
+        return self.outcome in _NO_PROGRESS
+
+
+_NO_PROGRESS = frozenset({"error", "unchanged"})
 
 
 CallKind = Literal["exec", "write", "poll", "log", "send"]

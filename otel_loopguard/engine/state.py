@@ -213,7 +213,6 @@ class ScopeState:
         record.result_fp = result.result_fp
         record.unknown_tool = result.unknown_tool
         record.outcome = result.outcome
-        record.no_progress = result.no_progress
         record.failure_fp = result.failure_fp
         record.call_id = None  # only needed to match the outcome, which has now arrived
         if result.outcome == "veto":
