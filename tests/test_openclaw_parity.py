@@ -29,6 +29,7 @@ from .openclaw.conformance import (
     first_difference,
     hand_written,
     install,
+    odd_scenarios,
     openclaw_verdicts,
     our_verdicts,
     random_scenarios,
@@ -41,7 +42,10 @@ SEEDS = (11, 12, 13)
 PER_SEED = 100
 
 HAND_WRITTEN = hand_written()
-RANDOM = [scenario for seed in SEEDS for scenario in random_scenarios(seed, PER_SEED)]
+RANDOM = [
+    *(scenario for seed in SEEDS for scenario in random_scenarios(seed, PER_SEED)),
+    *odd_scenarios(21, PER_SEED),
+]
 
 
 @pytest.fixture(scope="module")

@@ -470,3 +470,66 @@ def random_scenarios(seed: int, count: int) -> Iterator[list[Step]]:
     rng = random.Random(seed)
     for _ in range(count):
         yield random_scenario(rng)
+
+
+_ODD_ARGS: list[Any] = [
+    None,
+    {},
+    {"a": 1},
+    {"a": 1.5},
+    {"a": [1, 2]},
+    {"a": {"b": None}},
+    {"q": "\u00fc"},
+    "plain",
+    7,
+    [1, "x"],
+    {"a": True},
+    {"b": 1, "a": 2},
+]
+_ODD_RESULTS: list[Any] = [
+    None,
+    "",
+    "ok",
+    0,
+    3.25,
+    [1, 2],
+    {"x": 1},
+    {"content": [{"type": "text", "text": "t"}]},
+    {"details": {"status": "ok"}},
+    {"content": "not a list"},
+    True,
+]
+_ODD_ERRORS = [
+    "Tool 'Zed' is not available",
+    "unknown tool:zed",
+    'unknown tool  "zed"',
+    "tool zed not found",
+    "Error: unknown tool: ZED.",
+    "tool  zed  is not available",
+    "boom",
+]
+_ODD_TOOLS = ["a", "b", "A", "exec", "process", "write", "message", "sessions_send", "Bash"]
+
+
+def odd_scenarios(seed: int, count: int) -> Iterator[list[Step]]:
+    """Sequences of odd values: no arguments, bare values, lists, nested objects, numbers,
+    results that are not strings or not OpenClaw's shape, missing tools in many phrasings."""
+    rng = random.Random(seed)
+    for _ in range(count):
+        steps: list[Step] = []
+        length = rng.randint(10, 80)
+        while len(steps) < length:
+            if rng.random() < 0.05:
+                steps.append({"compaction": True})
+                continue
+            tool = rng.choice(_ODD_TOOLS[: rng.randint(2, len(_ODD_TOOLS))])
+            args = rng.choice(_ODD_ARGS[: rng.randint(1, len(_ODD_ARGS))])
+            outcome: Step = (
+                {"error": rng.choice(_ODD_ERRORS)}
+                if rng.random() < 0.3
+                else {"result": rng.choice(_ODD_RESULTS)}
+            )
+            for _ in range(rng.choice([1, 1, 3, 8, 15])):
+                varied = outcome if rng.random() < 0.8 else {"result": rng.choice(_ODD_RESULTS)}
+                steps.append({"tool": tool, "args": args, **varied})
+        yield steps[:length]
