@@ -169,7 +169,7 @@ DIFFERENCES: dict[str, dict[str, Any]] = {
     "A blocked call carries the outcome it vetoed": {"veto_carries_outcome": False},
     "Volatile keys are ignored in results": {"volatile_keys": frozenset({WARNING_KEY})},
     "A ping-pong's count is at most the window": {"ping_pong_capped": False},
-    "A poll warning is one per call": {"poll_warning_per_result": True},
+    "Poll warnings are de-duplicated per call": {"poll_warning_per_result": True},
     "Only results of OpenClaw's shape are read as its result object": {"any_object_result": True},
     "More phrasings of a missing tool are recognised": {"openclaw_unknown_tool_patterns": True},
     "Tool names are kept as written": {"openclaw_tool_names": True},
