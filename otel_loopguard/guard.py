@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar, overload
+from typing import Any, ParamSpec, TypeVar, overload
 
 from opentelemetry import metrics, trace
 
@@ -31,6 +31,8 @@ __all__ = ["LoopGuard"]
 _logger = logging.getLogger("otel_loopguard")
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
+P = ParamSpec("P")
 
 
 class LoopGuard:
@@ -91,18 +93,7 @@ class LoopGuard:
             name, call_id, scope, agent = (
                 None if value is None else bounded(value) for value in (name, call_id, scope, agent)
             )
-        try:
-            return self._check(name, args, call_id, scope, agent)
-        except _Misuse:
-            raise
-        except Exception as exc:
-            failure = exc
-        try:
-            self._runtime.errors.report("check", failure)
-        except Exception as raised:
-            if raised is failure:
-                raise  # strict mode: a bug of otel-loopguard fails this project's tests
-        return OK
+        return self._answered("check", OK, self._check, name, args, call_id, scope, agent)
 
     def _check(
         self,
@@ -191,18 +182,27 @@ class LoopGuard:
             _check_arguments(None, None, scope, agent)
             scope = None if scope is None else bounded(scope)
             agent = None if agent is None else bounded(agent)
+        return self._answered(
+            "check_batch", [OK] * len(batch), self._check_batch, batch, scope, agent
+        )
+
+    def _answered(
+        self, where: str, fallback: T, answer: Callable[P, T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """``answer(*args)``; a misuse is raised to the caller, an internal error is logged
+        once per kind and ``fallback`` (the calls let through) is returned instead."""
         try:
-            return self._check_batch(batch, scope, agent)
+            return answer(*args, **kwargs)
         except _Misuse:
             raise
         except Exception as exc:
             failure = exc
         try:
-            self._runtime.errors.report("check_batch", failure)
+            self._runtime.errors.report(where, failure)
         except Exception as raised:
             if raised is failure:
                 raise  # strict mode: a bug of otel-loopguard fails this project's tests
-        return [OK] * len(batch)
+        return fallback
 
     def _check_batch(
         self, batch: list[tuple[str, object, str | None]], scope: str | None, agent: str | None
