@@ -7,7 +7,7 @@ Resolution happens once, at construction: ``Settings.for_agent`` is a dictionary
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .model import DetectorToggles, LoopDetectionConfig, LoopGuardConfig
@@ -322,7 +322,10 @@ def _normalise(block: LoopDetectionConfig, label: str, notes: list[str]) -> Reso
         defaults.volatile_keys if block.volatile_keys is None else frozenset(block.volatile_keys)
     ) | {WARNING_KEY}
     guard = block.post_compaction_guard
-    return ResolvedConfig(
+    # Laid over the profile's defaults: the fields only a profile sets (the rules where ours
+    # and OpenClaw's differ) come with them.
+    return replace(
+        defaults,
         enabled=block.enabled,
         history_size=history,
         warning_threshold=warning,
@@ -357,14 +360,6 @@ def _normalise(block: LoopDetectionConfig, label: str, notes: list[str]) -> Reso
             else block.abort_after_criticals
         ),
         warnings_to_model=_pick(block.warnings_to_model, defaults.warnings_to_model),
-        profile=profile,
-        veto_carries_outcome=defaults.veto_carries_outcome,
-        ping_pong_capped=defaults.ping_pong_capped,
-        poll_warning_per_result=defaults.poll_warning_per_result,
-        any_object_result=defaults.any_object_result,
-        openclaw_unknown_tool_patterns=defaults.openclaw_unknown_tool_patterns,
-        openclaw_tool_names=defaults.openclaw_tool_names,
-        rewarn_after_fading=defaults.rewarn_after_fading,
     )
 
 
