@@ -40,7 +40,7 @@ def digest_call(tool: str, args: object, cfg: ResolvedConfig) -> ProposedCall:
         tool=sys.intern(tool),
         args_fp=key,
         is_poll=cfg.is_poll(tool, value),
-        value_fp=fp.value_key(tool, value),
+        value_fp=fp.value_key(tool, value, key),
         kind=structured.call_kind(tool, value),
     )
 

@@ -176,17 +176,20 @@ def _unwrap(value: object, depth: int) -> object:
     return value
 
 
-def value_key(tool: str, args: object) -> int | None:
+def value_key(tool: str, args: object, key: int) -> int | None:
     """The key of a call's one argument value alone, for a bare value or a one-key object of a
     scalar (``{"path": "a.txt"}`` and ``"a.txt"`` both): ``None`` for any other arguments.
+    ``key`` is the call's ``args_key``, which a bare value's is already.
 
     Only asks and spans are matched by it: one instrumentation records such a call by name,
     another by value. The call's identity (``args_key``) keeps its keys.
     """
+    if isinstance(args, _SCALARS):
+        return key
     if type(args) is dict and len(args) == 1:
-        (args,) = args.values()
-    if isinstance(args, str | int | float | bool):
-        return args_key(tool, Normal(args))
+        (only,) = args.values()
+        if isinstance(only, _SCALARS):
+            return args_key(tool, Normal(only))
     return None
 
 
