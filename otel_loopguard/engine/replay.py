@@ -6,7 +6,6 @@ specification as tables: the same engine the span processor runs, fed from a lis
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
@@ -80,7 +79,6 @@ def replay_events(
     settings = config if isinstance(config, Settings) else resolve(load_config(config))
     state = ScopeState(settings.max_history_size)
     replayed: list[Replayed] = []
-    spans = itertools.count()
     for item in calls:
         if isinstance(item, Compaction):
             state.arm_compaction()
@@ -93,15 +91,13 @@ def replay_events(
             replayed.extend(Replayed(Verdict(), event=False) for _ in batch)
             continue
         proposed = [digest_call(call.tool, call.args, cfg) for call in batch]
-        first = next(spans)
+        first = len(replayed)  # each call's span id: its number in the replay
         # A batch's calls get ids, so each span takes its own call's ask.
         ids = [call.call_id or f"replay-{first + n}" for n, call in enumerate(batch)]
         if isinstance(item, Batch):
             asked = state.ask_batch(list(zip(proposed, ids, strict=True)), cfg, batch[0].agent)
         for index, (call, digest) in enumerate(zip(batch, proposed, strict=True)):
             span = first + index
-            if index:
-                next(spans)
             decision = state.for_span(span, digest, cfg, ids[index], call.agent)
             event = asked[index].annotate if isinstance(item, Batch) else decision.annotate
             # A blocked call did not run: its veto record keeps the outcome it continued.
