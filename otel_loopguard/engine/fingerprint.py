@@ -1,7 +1,8 @@
 """Digests of tool arguments and results.
 
 An argument digest is canonical: it depends only on the value, never on key order, JSON
-whitespace, the process or the machine (SHA-256, not ``hash()``). A result given as JSON text is
+whitespace, the process, the machine or whether orjson is installed (SHA-256, not ``hash()``, of
+:mod:`.canonical`'s encoding). A result given as JSON text is
 hashed as written, its volatile values blanked in one scan (a tool's results come from one
 serialiser); other results are canonical too. Any input is safe, whatever the thread's stack and
 the recursion limit: strings over 1 MiB are hashed without parsing; JSON text nested more than
@@ -14,12 +15,11 @@ Raw values are never kept: only 60-bit keys (``*_key``).
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Iterator, Mapping
 from hashlib import blake2b, sha256
 from typing import Any
 
-from . import jsontext, pyrepr
+from . import canonical, jsontext, pyrepr
 from .jsontext import MAX_DEPTH, MAX_PARSE_CHARS, ResultText, result_text
 
 __all__ = [
@@ -42,11 +42,6 @@ _EXEC_TAIL = "tail"
 _LANGCHAIN_KEYS = frozenset({"input_str", "inputs", "kwargs", "tags", "metadata", "run_id", "name"})
 
 
-_ENCODE = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=True, check_circular=False
-).encode
-"""Canonical JSON: sorted keys, no whitespace, ASCII. No check for cycles: parsed JSON has
-none, and ``_clean`` stops at ``MAX_DEPTH`` levels whatever it is given."""
 ARGS, RESULT, ERROR = b"args\0", b"result\0", b"error\0"
 """What a digest is of: never equal for an argument, a result and an error of the same bytes."""
 _TEXT_RESULT = sha256(RESULT + b"t")
@@ -108,7 +103,7 @@ def _parse(value: object) -> Normal:
             return Normal(value)
         if jsontext.shallow(text):
             try:
-                return Normal(_LOADS(text), True, text)
+                return Normal(canonical.parse(text), True, text)
             except (ValueError, RecursionError):
                 pass
         # OpenInference's LangChain instrumentation records Python reprs of dicts.
@@ -125,8 +120,6 @@ def _parse(value: object) -> Normal:
     return Normal(value)
 
 
-_LOADS = json.JSONDecoder().decode
-"""``json.loads`` without its per-call checks and keyword handling: the same C scanner."""
 _BINARY = (bytes, bytearray, memoryview)
 
 
@@ -210,7 +203,7 @@ def _canonical(normal: Normal, drop: frozenset[str], text: ResultText | None) ->
                     value = _strip(value, drop)
         else:
             value = _clean(value, drop, 0, itertools.count())
-        return b"j" + _ENCODE(value).encode("ascii")
+        return b"j" + canonical.encode(value)
     except (RecursionError, ValueError, TypeError):
         # A host already near its recursion limit, or a value the encoder refuses: the text it
         # was written as, if any. Never the builtin repr: it recurses in C as deep as the value.
