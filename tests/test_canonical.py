@@ -8,6 +8,7 @@ and on generated values and texts.
 
 from __future__ import annotations
 
+import enum
 import json
 import math
 import sys
@@ -21,6 +22,20 @@ from hypothesis import strategies as st
 
 from otel_loopguard.engine import canonical
 from otel_loopguard.engine.fingerprint import call_key, result_key, result_text
+
+
+class Level(enum.IntEnum):
+    HIGH = 3
+
+
+class Mode(enum.StrEnum):
+    READ = "read"
+
+
+class Ratio(float):
+    def __repr__(self) -> str:
+        return "Ratio()"
+
 
 orjson = pytest.importorskip("orjson", reason="the fast extra (orjson) is part of the test extra")
 FAST_ENCODE, FAST_PARSE = canonical._make_fast(orjson)
@@ -75,6 +90,8 @@ def test_orjson_is_used_when_installed() -> None:
         "\ud800",  # orjson refuses lone surrogates
         {"é": "한", "e": "\x00\x1f\x7f\u2028"},  # escapes and non-ASCII, sorted by code point
         {"b": [1.5, 1e16, 0.1], "a": None},
+        # Subclasses, as arguments given to guard.check() may hold: written as their base type.
+        {"level": Level.HIGH, "mode": Mode.READ, "ratio": Ratio(0.5), "pair": (1, 2)},
     ],
 )
 def test_values_where_orjson_differs_encode_as_the_standard_library_does(value: object) -> None:
