@@ -1,14 +1,14 @@
 """Digests of tool arguments and results.
 
 An argument digest is canonical: it depends only on the value, never on key order, JSON
-whitespace, the process, the machine or whether orjson is installed (SHA-256, not ``hash()``, of
-:mod:`.canonical`'s encoding). A result given as JSON text is
-hashed as written, its volatile values blanked in one scan (a tool's results come from one
-serialiser); other results are canonical too. Any input is safe, whatever the thread's stack and
-the recursion limit: strings over 1 MiB are hashed without parsing; JSON text nested more than
-64 levels deep is hashed as text, and objects are cut off there (the JSON parser and encoder
-recurse in C once per level); a Python repr is parsed only if :mod:`.pyrepr` finds it plain and
-shallow; binary and lone surrogates are hashed as bytes.
+whitespace, the process, the machine or whether orjson is installed (SHA-256, not ``hash()``,
+of :mod:`.canonical`'s encoding). A result given as JSON text is hashed as written, its volatile
+values blanked in one scan (a tool's results come from one serialiser); other results are
+canonical too. Any input is safe, whatever the thread's stack and the recursion limit: strings
+over 1 MiB are hashed without parsing; JSON text nested more than 64 levels deep is hashed as
+text, and objects are cut off there (the JSON parser and encoder recurse in C once per level); a
+Python repr is parsed only if :mod:`.pyrepr` finds it plain and shallow; binary and lone
+surrogates are hashed as bytes.
 Raw values are never kept: only 60-bit keys (``*_key``).
 """
 
