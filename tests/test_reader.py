@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import warnings
 from typing import Any
 
 import pytest
@@ -30,7 +31,7 @@ HTTP = {"http.request.method": "GET", "url.full": "https://example.test/"}
 def test_the_installed_sdk_is_laid_out_for_reading_in_place() -> None:
     # If this fails, the SDK's span layout changed: in-place reads are off (slower, still right).
     assert reader.layout_matches() is True
-    public = os.environ.get(reader.ENV_SPAN_READER) == "public"
+    public = reader.public_asked(os.environ)
     assert reader.IN_PLACE is not public
     assert isinstance(reader.READER, reader.PublicReader if public else reader.InPlaceReader)
 
@@ -51,6 +52,24 @@ def test_the_layout_check_ignores_the_users_attribute_limits() -> None:
         [sys.executable, "-W", "error", "-c", code], env=env, capture_output=True, text=True
     )
     assert (run.stdout.strip(), run.stderr) == ("True", "")
+
+
+@pytest.mark.parametrize(
+    ("value", "public"), [("", False), ("in_place", False), ("public", True), (" Public ", True)]
+)
+def test_the_span_reader_variable_takes_public_or_in_place(value: str, public: bool) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert reader.public_asked({reader.ENV_SPAN_READER: value}) is public
+
+
+def test_another_span_reader_value_is_warned_about_and_ignored() -> None:
+    code = "from otel_loopguard.otel import reader; print(type(reader.READER).__name__)"
+    env = {**os.environ, reader.ENV_SPAN_READER: "inplace"}
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert run.stdout.strip() == "InPlaceReader"
+    warning = "OTEL_LOOPGUARD_SPAN_READER: got 'inplace'; allowed: in_place or public"
+    assert f"ConfigWarning: {warning}" in run.stderr
 
 
 def _scenario(

@@ -14,6 +14,7 @@ give the same answers; this project's CI runs the whole suite under each.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -24,6 +25,8 @@ from opentelemetry.sdk.trace import SpanLimits, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, use_span
+
+from ..config.environment import ConfigWarning
 
 __all__ = [
     "ENV_SPAN_READER",
@@ -38,10 +41,12 @@ __all__ = [
     "SpanReader",
     "bounds_of",
     "layout_matches",
+    "public_asked",
 ]
 
 ENV_SPAN_READER = "OTEL_LOOPGUARD_SPAN_READER"
-"""``public`` reads every span through the SDK's public accessors (``in_place`` by default)."""
+"""``public`` reads every span through the SDK's public accessors (``in_place`` by default;
+any other value is warned about and ignored)."""
 
 TRACE_ID, SPAN_ID, IS_REMOTE = 0, 1, 2
 """Positions in the SDK's ``SpanContext`` tuple."""
@@ -293,9 +298,24 @@ def layout_matches() -> bool:
         return False
 
 
-IN_PLACE: bool = os.environ.get(ENV_SPAN_READER, "").strip().lower() != "public" and (
-    layout_matches()
-)
+def public_asked(environ: Mapping[str, str]) -> bool:
+    """Whether ``OTEL_LOOPGUARD_SPAN_READER`` asks for the public reader: ``public`` does,
+    ``in_place`` or unset does not; any other value is warned about and ignored, as the
+    environment's values are."""
+    raw = environ.get(ENV_SPAN_READER, "").strip()
+    chosen = raw.lower()
+    if chosen in ("", "in_place", "public"):
+        return chosen == "public"
+    warnings.warn(
+        f"{ENV_SPAN_READER}: got {raw!r}; allowed: in_place or public (ignored: spans are read "
+        "in place where the installed SDK allows it)",
+        ConfigWarning,
+        stacklevel=2,
+    )
+    return False
+
+
+IN_PLACE: bool = not public_asked(os.environ) and layout_matches()
 """Whether SDK spans are read in place (decided once, at import)."""
 
 READER: SpanReader = InPlaceReader() if IN_PLACE else _PUBLIC
