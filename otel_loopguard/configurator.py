@@ -30,7 +30,7 @@ from opentelemetry.sdk.trace import (
 )
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
-from .config.environment import config_from_env, kill_switch
+from .config.environment import ZERO_CODE_DEFAULTS, config_from_env, kill_switch
 from .guard import LoopGuard
 from .processor import LoopGuardSpanProcessor
 
@@ -39,8 +39,6 @@ __all__ = ["NAME", "ZERO_CODE_DEFAULTS", "LoopGuardConfigurator", "installed_gua
 NAME = "loopguard"
 """The entry point's name: the value of ``OTEL_PYTHON_CONFIGURATOR`` that selects it."""
 
-ZERO_CODE_DEFAULTS: dict[str, Any] = {"enabled": True, "observeOnly": True}
-"""What zero-code set-up starts from, under the file and the variables."""
 
 _CHOOSES_EXPORT_PROCESSOR = (
     "export_span_processor" in inspect.signature(_initialize_components).parameters

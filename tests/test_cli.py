@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from otel_loopguard.cli.demo import SCENARIOS
+from otel_loopguard.config.environment import ENV_CONFIG, ENV_DISABLED, ENV_FIELDS
 
 from .otlp_receiver import OtlpReceiver
 
@@ -247,6 +248,93 @@ def test_validate_explains_an_error_in_the_users_words(tmp_path: Path) -> None:
     assert "agents.list.0.id: missing" in result.stderr
     assert "'loopDetection' is not allowed here; it belongs in tools" in result.stderr
     assert "Field required" not in result.stderr
+
+
+def without_loopguard_variables() -> dict[str, str]:
+    """Blanks (unset, to the environment's readers) for otel-loopguard's configuration variables
+    of this process's environment, if it has any."""
+    named = {*ENV_FIELDS, ENV_CONFIG, ENV_DISABLED}
+    return {k: "" for k in os.environ if k in named}
+
+
+def test_validate_without_a_path_reads_the_environment_and_says_where_each_value_came_from(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "loopguard.yaml"
+    path.write_text(
+        "tools:\n  loopDetection: {enabled: true, warningThreshold: 12, historySize: 40}\n"
+        "agents:\n  list:\n    - id: safe-runner\n"
+        "      tools: {loopDetection: {criticalThreshold: 16}}\n"
+    )
+    env = {
+        **without_loopguard_variables(),
+        "OTEL_LOOPGUARD_CONFIG": str(path),
+        "OTEL_LOOPGUARD_WARNING_THRESHOLD": "7",
+        "OTEL_LOOPGUARD_SCOPE": "conversation",
+    }
+    result = run("validate", env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert out.splitlines()[0] == "environment: valid"
+    assert f"OTEL_LOOPGUARD_CONFIG: {path}" in out
+    assert "variables: OTEL_LOOPGUARD_SCOPE, OTEL_LOOPGUARD_WARNING_THRESHOLD" in out
+    # The variable lays over the file's global block; the agent's own block wins for its key.
+    assert row(out, "warningThreshold") == ["warningThreshold", "7", "(env)", "7", "(env)"]
+    assert row(out, "historySize") == ["historySize", "40", "(file)", "40", "(file)"]
+    assert row(out, "criticalThreshold") == [
+        "criticalThreshold",
+        "20",
+        "(default)",
+        "16",
+        "(agent)",
+    ]
+    assert row(out, "observeOnly") == ["observeOnly", "false", "(default)", "false", "(default)"]
+    assert row(out, "scope") == ["scope", "conversation", "(environment)"]
+
+
+def test_validate_without_a_path_lists_what_the_application_would_ignore(tmp_path: Path) -> None:
+    env = {
+        **without_loopguard_variables(),
+        "OTEL_LOOPGUARD_CONFIG": str(tmp_path / "missing.json"),
+        "OTEL_LOOPGUARD_ENABLED": "yes",
+        "OTEL_LOOPGUARD_HISTORY_SIZE": "0",
+        "OTEL_LOOPGUARD_CRITICAL_THRESHOLD": "25",
+    }
+    result = run("validate", env=env)
+    assert result.returncode == 1
+    out = result.stdout
+    assert out.splitlines()[0] == "environment: 3 ignored"
+    assert "configuration file not found" in out
+    assert "OTEL_LOOPGUARD_ENABLED: got 'yes'; allowed: true or false (ignored)" in out
+    assert "OTEL_LOOPGUARD_HISTORY_SIZE: got '0'; allowed: an integer >= 1 (ignored)" in out
+    # What could be used still is, and the table shows it.
+    assert row(out, "criticalThreshold") == ["criticalThreshold", "25", "(env)"]
+    assert row(out, "enabled") == ["enabled", "unset", "(default)"]
+
+
+def test_validate_zero_code_reads_the_environment_as_the_configurator_does() -> None:
+    env = {
+        **without_loopguard_variables(),
+        "OTEL_LOOPGUARD_OBSERVE_ONLY": "false",
+        "OTEL_LOOPGUARD_DISABLED": "true",
+    }
+    result = run("validate", "--zero-code", env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert row(out, "enabled") == ["enabled", "true", "(zero-code)"]
+    assert row(out, "observeOnly") == ["observeOnly", "false", "(env)"]
+    assert "OTEL_LOOPGUARD_DISABLED=true: otel-loopguard does nothing" in out
+    # The plain reading has no zero-code defaults: only the post-compaction guard.
+    plain = run("validate", env=env).stdout
+    assert row(plain, "enabled") == ["enabled", "unset", "(default)"]
+
+
+def test_validate_zero_code_with_a_path_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "loopguard.json"
+    path.write_text("{}")
+    result = run("validate", "--zero-code", str(path))
+    assert result.returncode == 2
+    assert "--zero-code reads the environment: give no PATH with it" in result.stderr
 
 
 def test_version() -> None:

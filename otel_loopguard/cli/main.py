@@ -117,15 +117,27 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--no-color", action="store_true", help="plain text, no ANSI colours")
     validate = commands.add_parser(
         "validate",
-        help="check a configuration file and print the effective settings",
+        help="check a configuration file (or the environment) and print the effective settings",
         description=(
             "Load a configuration file exactly as LoopGuard would and print the effective "
             "settings, globally and per agent, each marked with where it came from (the file's "
             "global block, the agent's block, or the default), and every value the runtime "
-            "changed or that cannot take effect."
+            "changed or that cannot take effect. Without PATH: the configuration the "
+            "environment gives (OTEL_LOOPGUARD_CONFIG and the OTEL_LOOPGUARD_* variables), "
+            "with every value the application would ignore; the exit status is 1 if there is one."
         ),
     )
-    validate.add_argument("path", metavar="PATH", help="the configuration file")
+    validate.add_argument(
+        "path", metavar="PATH", nargs="?", help="the configuration file (default: the environment)"
+    )
+    validate.add_argument(
+        "--zero-code",
+        action="store_true",
+        help=(
+            "without PATH: read the environment as OTEL_PYTHON_CONFIGURATOR=loopguard does "
+            "(over enabled: true, observeOnly: true)"
+        ),
+    )
     replay.add_parser(commands)
     return parser
 
@@ -268,6 +280,12 @@ def _detections(reader: InMemoryMetricReader) -> dict[str, int]:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    if args.path is None:
+        text, ignored = validate.environment_report(os.environ, zero_code=args.zero_code)
+        print(text)
+        return 1 if ignored else 0
+    if args.zero_code:
+        raise UsageError("--zero-code reads the environment: give no PATH with it")
     print(validate.report(args.path))
     return 0
 

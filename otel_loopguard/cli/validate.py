@@ -1,16 +1,30 @@
-"""``otel-loopguard validate PATH``: the effective settings as a table, and what was changed.
+"""``otel-loopguard validate [PATH]``: the effective settings as a table, and what was changed.
 
 Each cell says where its value came from: ``file`` (the global block), ``agent`` (the agent's own
 block), ``default``; ``raised`` marks a threshold the runtime lifted above the one it must exceed.
+Without a path, the configuration the environment gives: ``env`` marks a value of an
+``OTEL_LOOPGUARD_*`` variable, ``file`` one of the file ``OTEL_LOOPGUARD_CONFIG`` names,
+``zero-code`` one of zero-code set-up's defaults; the values the application would be warned
+about and ignore are listed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..config.loading import load_config
-from ..config.model import LoopDetectionConfig, redact_url
+from ..config.environment import (
+    ENV_CONFIG,
+    ENV_DISABLED,
+    ENV_FIELDS,
+    ZERO_CODE_DEFAULTS,
+    ConfigWarning,
+    config_from_env,
+    kill_switch,
+)
+from ..config.loading import ConfigError, load_config, load_file
+from ..config.model import LoopDetectionConfig, LoopGuardConfig, redact_url
 from ..config.settings import (
     DEFAULT_POLL_RULES,
     DEFAULT_VOLATILE_KEYS,
@@ -21,7 +35,7 @@ from ..config.settings import (
     resolve,
 )
 
-__all__ = ["report"]
+__all__ = ["environment_report", "report"]
 
 # (key as written, where it sits in a block, the resolved field)
 _FIELDS: tuple[tuple[str, tuple[str, ...], str], ...] = (
@@ -58,7 +72,8 @@ _FIELDS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("volatileKeys", ("volatile_keys",), "volatile_keys"),
 )
 
-_DEFAULT = ResolvedConfig(enabled=None)
+_DEFAULT: ResolvedConfig = resolve(LoopGuardConfig()).default
+"""What an empty configuration resolves to: a value equal to it is a default."""
 _RAISED = frozenset({"critical_threshold", "global_circuit_breaker_threshold"})
 """The thresholds the runtime raises above the one they must exceed."""
 
@@ -123,11 +138,11 @@ def _value(block: LoopDetectionConfig, path: tuple[str, ...]) -> Any:
     return value
 
 
-def _global_rows(settings: GlobalSettings) -> list[tuple[str, str]]:
+def _global_rows(settings: GlobalSettings, source: str) -> list[tuple[str, str]]:
     defaults = GlobalSettings()
 
     def mark(value: object, default: object) -> str:
-        return "(file)" if value != default else "(default)"
+        return f"({source})" if value != default else "(default)"
 
     rows = [
         ("scope", f"{settings.scope}  {mark(settings.scope, defaults.scope)}"),
@@ -141,7 +156,7 @@ def _global_rows(settings: GlobalSettings) -> list[tuple[str, str]]:
             if settings.store_url is None
             else f"Redis / Valkey at {redact_url(settings.store_url)}, timeout "
             f"{settings.store_timeout_seconds * 1000:g} ms, keys {settings.store_key_prefix}*  "
-            "(file)",
+            f"({source})",
         ),
         ("store.maxScopes", f"{settings.max_scopes}  {mark(settings.max_scopes, 10_000)}"),
         (
@@ -155,7 +170,7 @@ def _global_rows(settings: GlobalSettings) -> list[tuple[str, str]]:
             f"{settings.max_metric_tool_names} seen  "
             f"{mark(settings.max_metric_tool_names, defaults.max_metric_tool_names)}"
             if settings.metric_tool_names is None
-            else f"{', '.join(sorted(settings.metric_tool_names))}  (file)",
+            else f"{', '.join(sorted(settings.metric_tool_names))}  ({source})",
         ),
         (
             "passThroughScopes",
@@ -179,21 +194,84 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 def report(path: str) -> str:
     """The report for a configuration file; raises ``ConfigError`` if it is not valid."""
     config = load_config(path)
+    return "\n".join(_report(f"{path}: valid", config, [("file", config.loop_detection)], "file"))
+
+
+def environment_report(environ: Mapping[str, str], *, zero_code: bool = False) -> tuple[str, bool]:
+    """The report for the configuration the environment gives: the file ``OTEL_LOOPGUARD_CONFIG``
+    names, with the single-field variables over it, as ``LoopGuard()`` reads it (``zero_code``:
+    over :data:`ZERO_CODE_DEFAULTS`, as ``OTEL_PYTHON_CONFIGURATOR=loopguard`` does); and
+    whether a value was ignored. Never raises for the environment's values: each one that
+    cannot be used is listed, as the application would be warned about it."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConfigWarning)
+        config = config_from_env(environ, ZERO_CODE_DEFAULTS if zero_code else None)
+        disabled = kill_switch(environ)
+    ignored = [str(w.message) for w in caught if issubclass(w.category, ConfigWarning)]
+    for w in caught:
+        if not issubclass(w.category, ConfigWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    path = environ.get(ENV_CONFIG, "").strip()
+    variables = sorted(v for v in ENV_FIELDS if environ.get(v, "").strip())
+    blocks = [
+        ("env", _quietly(lambda: config_from_env({v: environ[v] for v in variables}))),
+        ("file", _quietly(lambda: load_file(path)) if path else LoopGuardConfig()),
+        ("zero-code", load_config(ZERO_CODE_DEFAULTS) if zero_code else LoopGuardConfig()),
+    ]
+    title = "environment: valid" if not ignored else f"environment: {len(ignored)} ignored"
+    out = [title]
+    out.append(f"  {ENV_CONFIG}: {path or 'unset'}")
+    out.append(f"  variables: {', '.join(variables) or 'none'}")
+    out.append(
+        "  read as OTEL_PYTHON_CONFIGURATOR=loopguard does (over enabled: true, observeOnly: true)"
+        if zero_code
+        else "  read as LoopGuard() does (--zero-code: as OTEL_PYTHON_CONFIGURATOR=loopguard does)"
+    )
+    if ignored:
+        out.append("")
+        out.append("Ignored (the application is warned about each, and starts without it):")
+        out.extend(f"  - {text}" for text in ignored)
+    out.append("")
+    loop_blocks = [(label, block.loop_detection) for label, block in blocks]
+    out.extend(_report(None, config, loop_blocks, "environment"))
+    if disabled:
+        out.append(f"{ENV_DISABLED}=true: otel-loopguard does nothing, whatever the settings above")
+    return "\n".join(out), bool(ignored)
+
+
+def _quietly(load: Callable[[], LoopGuardConfig]) -> LoopGuardConfig:
+    """A configuration loaded only to tell where values came from: its warnings were given."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConfigWarning)
+        try:
+            return load()
+        except ConfigError:
+            return LoopGuardConfig()
+
+
+def _report(
+    title: str | None,
+    config: LoopGuardConfig,
+    blocks: Sequence[tuple[str, LoopDetectionConfig]],
+    source: str,
+) -> list[str]:
+    """The table of effective settings: each cell marked with the first of ``blocks`` (label,
+    global block) that sets it, an agent's own block before them; ``source`` marks the global-only
+    values that are not defaults."""
     settings = resolve(config)
-    base = config.loop_detection
     entries = config.agent_entries
     header = ["setting", "tools.loopDetection", *(f"agent {e.id!r}" for e in entries)]
     rows = []
     for key, where, field in _FIELDS:
-        row = [key, _cell(settings.default, field, where, [("file", base)])]
+        row = [key, _cell(settings.default, field, where, blocks)]
         for entry in entries:
-            blocks = [("agent", entry.loop_detection), ("file", base)]
-            row.append(_cell(settings.agents[entry.id], field, where, blocks))
+            agent_blocks = [("agent", entry.loop_detection), *blocks]
+            row.append(_cell(settings.agents[entry.id], field, where, agent_blocks))
         rows.append(row)
-    out = [f"{path}: valid", ""]
+    out = [title, ""] if title is not None else []
     out.extend(_table(header, rows))
     out.append("")
-    out.extend(_table(["global only", "value"], _global_rows(settings.globals)))
+    out.extend(_table(["global only", "value"], _global_rows(settings.globals, source)))
     out.append("")
     enabled = settings.default.enabled
     meaning = {
@@ -216,4 +294,4 @@ def report(path: str) -> str:
         out.extend(f"  - {note}" for note in settings.notes)
     else:
         out.append("No value was changed: the thresholds are in order.")
-    return "\n".join(out)
+    return out

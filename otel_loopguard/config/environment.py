@@ -29,6 +29,7 @@ __all__ = [
     "ENV_CONFIG",
     "ENV_DISABLED",
     "ENV_FIELDS",
+    "ZERO_CODE_DEFAULTS",
     "ConfigWarning",
     "config_from_env",
     "env_flag",
@@ -41,6 +42,10 @@ ENV_CONFIG = "OTEL_LOOPGUARD_CONFIG"
 
 ENV_DISABLED = "OTEL_LOOPGUARD_DISABLED"
 """``true``: otel-loopguard does nothing, whatever configuration it was given (a kill switch)."""
+
+ZERO_CODE_DEFAULTS: dict[str, Any] = {"enabled": True, "observeOnly": True}
+"""What zero-code set-up (``OTEL_PYTHON_CONFIGURATOR=loopguard``) starts from, under the file
+and the variables: every detector on, observe-only."""
 
 ENV_FIELDS: dict[str, tuple[str, ...]] = {
     "OTEL_LOOPGUARD_ENABLED": ("enabled",),
