@@ -1,4 +1,4 @@
-"""Per-agent overrides from the seed: the same loop, run by two agents with different settings.
+"""Per-agent overrides: the same loop, run by two agents with different settings.
 
 "safe-runner" (a small model) gets the rolling detectors with warning 8 / critical 16; any other
 agent follows the global block, which here turns detection off.
@@ -37,4 +37,7 @@ for agent in ("safe-runner", "flagship"):
             if result.startswith("CRITICAL:"):
                 blocked_at = call
                 break
-    print(f"{agent}: first warning at call {first_warning}, blocked at call {blocked_at}")
+    print(
+        f"{agent}: first warning at call {first_warning or 'never'}, "
+        f"blocked at call {blocked_at or 'never'}"
+    )

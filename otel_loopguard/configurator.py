@@ -51,14 +51,32 @@ ExportProcessor = Callable[..., SpanProcessor]
 
 _installed: LoopGuard | None = None
 """The guard zero-code set-up built in this process, once its processor is registered."""
+_passing: LoopGuard | None = None
+"""The guard handed out when zero-code set-up did not build one: it lets every call through."""
 
 
-def installed_guard() -> LoopGuard | None:
+def installed_guard() -> LoopGuard:
     """The guard zero-code set-up built, for the agent to ask before a tool runs
     (``installed_guard().check(...)``, ``@installed_guard().tool``): blocking needs the agent's
-    cooperation, and it must ask the guard whose processor sees its spans. ``None`` when this
-    process was not set up by ``OTEL_PYTHON_CONFIGURATOR=loopguard`` (or the set-up was off)."""
-    return _installed
+    cooperation, and it must ask the guard whose processor sees its spans.
+
+    When this process was not set up by ``OTEL_PYTHON_CONFIGURATOR=loopguard`` (run without
+    ``opentelemetry-instrument``, in tests, or switched off by ``OTEL_LOOPGUARD_DISABLED=true``),
+    a guard that lets every call through (``enabled: false``) is returned instead, so the same
+    code runs either way; a warning says so once, unless the kill switch asked for it.
+    """
+    global _passing
+    if _installed is not None:
+        return _installed
+    if _passing is None:
+        if not kill_switch(os.environ):
+            _logger.warning(
+                "otel_loopguard.configurator.installed_guard(): this process was not set up "
+                "by OTEL_PYTHON_CONFIGURATOR=loopguard opentelemetry-instrument; the guard "
+                "returned lets every call through"
+            )
+        _passing = LoopGuard({"enabled": False})
+    return _passing
 
 
 class LoopGuardConfigurator(_OTelSDKConfigurator):

@@ -120,6 +120,7 @@ class LoopGuard:
         scope_key = _scope_key(scope, live, context)
         agent = agent or (live.agent if live else None)
         in_tool_span, span_view = self._view_of(current)
+        asked_by_name = name is not None
         if name is None:
             if not in_tool_span:
                 raise _Misuse(
@@ -131,11 +132,11 @@ class LoopGuard:
                 # Not named, or no arguments yet: evaluated when the span ends.
                 return self._store.abort(scope_key, fresh=True) or OK
             name, args, call_id = span_view.tool, span_view.arguments, span_view.call_id
-        elif not scope and live is None and not context.is_valid:
-            self._unscoped(name)
         cfg = self.settings.for_agent(agent)
         if not cfg.active:
-            return OK
+            return OK  # nothing is counted: where the call is scoped does not matter
+        if asked_by_name and not scope and live is None and not context.is_valid:
+            self._unscoped(name)
         call = runtime.digest.call(name, args, cfg)
         in_span = span_view is not None and span_view.tool == name
         if in_span:

@@ -44,10 +44,10 @@ def test_framework_examples_stop_the_loop(name: str, expected: str) -> None:
     assert expected in run(name)
 
 
-def test_the_per_agent_override_from_the_seed() -> None:
+def test_the_per_agent_override_of_the_original_design() -> None:
     out = run("per_agent_override.py")
     assert "safe-runner: first warning at call 9, blocked at call 17" in out
-    assert "flagship: first warning at call None, blocked at call None" in out
+    assert "flagship: first warning at call never, blocked at call never" in out
 
 
 def test_every_example_is_exercised() -> None:

@@ -204,6 +204,36 @@ def test_the_kill_switch_wins(tmp_path: Path) -> None:
     assert not any(loop_events(s) for s in spans)
 
 
+def test_the_agent_asking_the_installed_guard_still_runs_under_the_kill_switch(
+    tmp_path: Path,
+) -> None:
+    # installed_guard() is a guard that lets every call through when set-up was switched off.
+    with OtlpReceiver() as receiver:
+        result = run_app(
+            tmp_path,
+            receiver,
+            ASKING_APP,
+            OTEL_PYTHON_CONFIGURATOR="loopguard",
+            OTEL_LOOPGUARD_DISABLED="true",
+            OTEL_LOOPGUARD_OBSERVE_ONLY="false",
+            capture_stdout=True,
+        )
+    assert "tool runs 25" in result
+    assert not any(loop_events(s) for s in tools(receiver))
+
+
+def test_the_agent_asking_the_installed_guard_runs_without_zero_code_set_up(
+    tmp_path: Path,
+) -> None:
+    app = tmp_path / "app.py"
+    app.write_text(ASKING_APP)
+    result = subprocess.run(
+        [sys.executable, str(app)], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    assert "tool runs 25" in result.stdout
+
+
 def test_a_bad_environment_never_stops_the_app(tmp_path: Path) -> None:
     with OtlpReceiver() as receiver:
         stderr = run_app(

@@ -77,8 +77,8 @@ def _parser() -> argparse.ArgumentParser:
             "Run a scripted agent (no network, no model, no API key) through loop scenarios "
             "with the span processor registered, and print each tool call, the warnings, the "
             "blocks and the aborts. Spans and the loopguard.detections counter stay in memory "
-            "unless --otlp-endpoint sends both over OTLP/HTTP; --export-file writes the spans "
-            "as OTLP JSON lines (what otel-loopguard replay reads)."
+            "unless --otlp-endpoint sends both over OTLP (--otlp-protocol); --export-file writes "
+            "the spans as OTLP JSON lines (what otel-loopguard replay reads)."
         ),
     )
     demo.add_argument(

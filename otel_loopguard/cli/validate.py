@@ -225,7 +225,7 @@ def environment_report(environ: Mapping[str, str], *, zero_code: bool = False) -
     out.append(
         "  read as OTEL_PYTHON_CONFIGURATOR=loopguard does (over enabled: true, observeOnly: true)"
         if zero_code
-        else "  read as LoopGuard() does (--zero-code: as OTEL_PYTHON_CONFIGURATOR=loopguard does)"
+        else "  read as LoopGuard() does (zero-code set-up reads it otherwise: see --zero-code)"
     )
     if ignored:
         out.append("")
