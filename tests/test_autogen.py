@@ -29,6 +29,9 @@ pytest.importorskip(
 )
 openinference = pytest.importorskip("openinference.instrumentation.autogen_agentchat")
 
+# The frameworks' own deprecation warnings (pydantic, workflows): not ours.
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
 ON = {"enabled": True}
 CRITICAL = 20  # criticalThreshold's default: no tool body runs more often than this
 CAP = 60  # max_tool_iterations: far above what the guard allows

@@ -49,7 +49,9 @@ def assert_warned_blocked_aborted(r: Rig, detector: str) -> None:
 def test_importing_the_package_imports_no_framework() -> None:
     code = (
         "import sys, otel_loopguard\n"
-        "loaded = [m for m in sys.modules if m.split('.')[0] in ('smolagents', 'langgraph')"
+        "frameworks = ('smolagents', 'langgraph', 'autogen_agentchat', 'autogen_core',"
+        " 'llama_index')\n"
+        "loaded = [m for m in sys.modules if m.split('.')[0] in frameworks"
         " or m.startswith('otel_loopguard.integrations')]\n"
         "assert not loaded, loaded\n"
     )
