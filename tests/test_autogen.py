@@ -287,10 +287,11 @@ def test_a_team_run_ends_with_the_abort(autogen_rig: Rig) -> None:
     assert len({s.context.trace_id for s in r.spans() if s.context is not None}) == 1
 
 
-def test_without_the_instrumentor_it_only_warns() -> None:
+def test_without_the_instrumentor_a_span_of_your_own_is_the_scope() -> None:
     r = rig(ON)
     agent, model, ran = guarded_agent(r, REPEAT)
-    with r.tracer.start_as_current_span("invoke_agent"):  # the run's scope
-        result = run(agent)
-    assert model.calls == ran["read_file"] == CAP  # no outcomes recorded: no block
-    assert "WARNING: read_file" in result.messages[-1].to_text()
+    with r.tracer.start_as_current_span("invoke_agent"), pytest.raises(ToolLoopBlocked):
+        run(agent)
+    assert model.calls == 22
+    assert ran == {"read_file": CRITICAL}
+    assert len(r.spans("execute_tool read_file")) == 22

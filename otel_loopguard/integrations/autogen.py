@@ -4,11 +4,11 @@ Three things keep the documented ways (``@guard.tool``, ``guard.check()`` in the
 ending an AgentChat 0.7 run: a tool's exception becomes an error result the model answers; an
 exception out of a workbench leaves ``AssistantAgent`` waiting forever (its tool calls run in a
 task whose failure is never awaited); and a sync function tool runs in a thread pool without the
-caller's context, so its spans start traces of their own. Here the workbench asks the guard
-before each call, in the event loop, inside the instrumentation's tool span (the run's trace is
-the scope), and answers a blocked call with the block message as an error result; the model
-client raises ``ToolLoopBlocked`` (or ``CompactionLoopPersisted``) instead of asking the model
-again once the guard has aborted the run, which ends ``agent.run``::
+caller's context, so its spans start traces of their own. Here the workbench runs each call as a
+``@guard.tool`` in the event loop (its own ``execute_tool`` span, checked before the call runs;
+the run's trace is the scope), and answers a blocked call with the block message as an error
+result; the model client raises ``ToolLoopBlocked`` (or ``CompactionLoopPersisted``) instead of
+asking the model again once the guard has aborted the run, which ends ``agent.run``::
 
     agent = AssistantAgent(
         "assistant",
@@ -21,8 +21,10 @@ again once the guard has aborted the run, which ends ``agent.run``::
     except ToolLoopBlocked as stop:
         print(stop.verdict.detector)
 
-With ``AutogenAgentChatInstrumentor`` (OpenInference) the guard reads the tool spans' results and
-blocks identical outcomes; without it, it can only warn.
+The run's trace is the scope: instrument with ``AutogenAgentChatInstrumentor`` (OpenInference),
+use AutoGen's own tracing (its ``invoke_agent`` span, on the global tracer provider), or run the
+agent inside a span of your own. The guard's span of each call sits in an instrumentation's tool
+span, and counts once with it. Without any of these, each call is a trace of its own: no loop.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ from autogen_core.tools import (
 )
 from pydantic import BaseModel
 
-from ..engine.verdict import exception_for
+from ..engine.verdict import OK, exception_for
 from ..guard import LoopGuard
 
 __all__ = ["GuardedModelClient", "GuardedWorkbench", "guarded_model_client", "guarded_workbench"]
@@ -59,8 +61,10 @@ __all__ = ["GuardedModelClient", "GuardedWorkbench", "guarded_model_client", "gu
 class GuardedWorkbench(Workbench):
     """A workbench whose calls ``guard`` checks before they reach ``workbench``.
 
-    A blocked call (or an aborted run's) does not run: its result is the block message, as an
-    error. Never raises a verdict: AgentChat would wait forever for the tool calls' task.
+    Each call runs in the guard's ``execute_tool`` span. A blocked call (or an aborted run's)
+    does not run: its result is the block message, as an error; a warning is added to the
+    result (``warningsToModel``). Never raises a verdict: AgentChat would wait forever for the
+    tool calls' task.
     """
 
     def __init__(self, guard: LoopGuard, workbench: Workbench) -> None:
@@ -78,15 +82,22 @@ class GuardedWorkbench(Workbench):
         cancellation_token: CancellationToken | None = None,
         call_id: str | None = None,
     ) -> ToolResult:
-        # Inside OpenInference's tool span of this call, when instrumented: the verdict the
-        # processor gave the span at its start, and the run's trace as the scope.
-        verdict = self.guard.check(name, dict(arguments or {}), call_id=call_id or None)
-        if verdict.blocked:
-            return ToolResult(
-                name=name, result=[TextResultContent(content=verdict.message)], is_error=True
-            )
-        result = await self.workbench.call_tool(name, arguments, cancellation_token, call_id)
+        verdict = OK
+
+        async def call(**kwargs: Any) -> ToolResult:
+            # In the guard's execute_tool span of this call (arguments at its start, result at
+            # its end): the guard sees the call's outcome, with or without an instrumentation.
+            nonlocal verdict
+            verdict = self.guard.check()  # the span's own verdict: no second evaluation
+            return await self.workbench.call_tool(name, kwargs, cancellation_token, call_id)
+
+        result = await self.guard.tool(name=name)(call)(**dict(arguments or {}))
+        if not isinstance(result, ToolResult):
+            # Blocked (or the run aborted): the tool did not run; the message tells the model.
+            content = [TextResultContent(content=str(result))]
+            return ToolResult(name=name, result=content, is_error=True)
         if self._warn and verdict.level == "warning":
+            # Added after the span recorded the result: a warning is no change of outcome.
             warning = TextResultContent(content=verdict.message)
             return result.model_copy(update={"result": [*result.result, warning]})
         return result
