@@ -12,6 +12,8 @@ import pytest
 from otel_loopguard.engine.fingerprint import call_key, error_key, result_key, result_text
 from otel_loopguard.engine.replay import Call, replay
 
+from .helpers import rig
+
 NO_VOLATILE: frozenset[str] = frozenset()
 
 
@@ -77,6 +79,28 @@ def test_the_smolagents_instrumentation_envelope_is_the_call_and_keeps_a_poll_a_
     assert {v.detector for v in verdicts[10:]} == {"known_poll_no_progress"}
     # Positional arguments are part of the call: such an envelope is not the kwargs alone.
     assert afp({"args": [1], "sanitize_inputs_outputs": True, "kwargs": kwargs}) != afp(kwargs)
+
+
+def test_an_ask_by_name_is_the_call_a_span_records_as_kwargs() -> None:
+    # OpenInference records a LlamaIndex FunctionTool call as {"kwargs": {...}}, set when the
+    # span ends; the tool asked by name inside it. One call, so the loop is blocked at the 21st
+    # (asks and spans counted apart would alternate, and only warn).
+    r = rig({"enabled": True})
+    ran = 0
+    with r.tracer.start_as_current_span("invoke_agent a"):
+        for _ in range(30):
+            with r.tracer.start_as_current_span("FunctionTool.acall") as span:
+                if not r.guard.check("read_file", {"path": "a.txt"}).blocked:
+                    ran += 1
+                span.set_attributes(
+                    {
+                        "openinference.span.kind": "TOOL",
+                        "tool.name": "read_file",
+                        "input.value": json.dumps({"kwargs": {"path": "a.txt"}}),
+                        "output.value": "same",
+                    }
+                )
+    assert ran == 20
 
 
 def test_fingerprints_are_stable_across_processes() -> None:

@@ -42,6 +42,7 @@ def digest_call(tool: str, args: object, cfg: ResolvedConfig) -> ProposedCall:
         is_poll=cfg.is_poll(tool, value),
         value_fp=fp.value_key(tool, value, key),
         kind=structured.call_kind(tool, value),
+        kwargs_fp=fp.kwargs_key(tool, value),
     )
 
 

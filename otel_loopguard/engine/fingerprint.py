@@ -29,6 +29,7 @@ __all__ = [
     "args_key",
     "call_key",
     "error_key",
+    "kwargs_key",
     "normalise",
     "result_key",
     "result_text",
@@ -183,6 +184,20 @@ def value_key(tool: str, args: object, key: int) -> int | None:
         (only,) = args.values()
         if isinstance(only, _SCALARS):
             return args_key(tool, Normal(only))
+    return None
+
+
+def kwargs_key(tool: str, args: object) -> int | None:
+    """The key of ``X`` for arguments recorded as ``{"kwargs": X}`` (OpenInference records a
+    LlamaIndex ``FunctionTool`` call so), ``None`` for any other arguments.
+
+    Only asks and spans are matched by it: an ask by name of ``X`` inside the tool is the span's
+    call. The call's identity keeps the object as recorded, as OpenClaw compares it.
+    """
+    if type(args) is dict and len(args) == 1:
+        inner = args.get("kwargs")
+        if type(inner) is dict:
+            return args_key(tool, Normal(inner))
     return None
 
 

@@ -54,7 +54,9 @@ class ProposedCall(NamedTuple):
     ``args_fp`` identifies the call; ``value_fp`` is the key of its one argument's value alone,
     when it has one argument or is a bare value: instrumentations differ in whether they record
     such a call by name or by value, so an ask and a span are matched by either (never the
-    detectors). ``kind`` says how the outcome is read.
+    detectors). ``kwargs_fp`` is the key of ``X`` when the arguments were recorded as
+    ``{"kwargs": X}`` (OpenInference's LlamaIndex spans): an ask of ``X`` is this span's call.
+    ``kind`` says how the outcome is read.
     """
 
     tool: str
@@ -62,3 +64,4 @@ class ProposedCall(NamedTuple):
     is_poll: bool = False
     value_fp: int | None = None
     kind: CallKind | None = None
+    kwargs_fp: int | None = None

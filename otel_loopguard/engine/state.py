@@ -245,8 +245,9 @@ class ScopeState:
 
     def _claim_ask(self, call: ProposedCall, call_id: str | None) -> _Ask | None:
         """Take the newest open ask of a span's call: by call id when both have one, else by
-        tool and arguments, or by tool and the one argument's value (recorded by name by one
-        instrumentation, by value by another)."""
+        tool and arguments, by tool and the one argument's value (recorded by name by one
+        instrumentation, by value by another), or by tool and the keyword arguments a span
+        recorded as ``{"kwargs": ...}``."""
         for ask in reversed(self.asks):
             same = (
                 ask.call_id == call_id
@@ -255,6 +256,7 @@ class ScopeState:
                 and (
                     ask.call.args_fp == call.args_fp
                     or (ask.call.value_fp is not None and ask.call.value_fp == call.value_fp)
+                    or ask.call.args_fp == call.kwargs_fp
                 )
             )
             if same:
