@@ -139,24 +139,30 @@ class LoopGuard:
             self._unscoped(name)
         call = runtime.digest.call(name, args, cfg)
         in_span = span_view is not None and span_view.tool == name
+        # Where the detection is shown: the call's own span; for an ask, the span the agent
+        # asked from (its run's, usually), else the nearest live one above it. Only where
+        # there is none does the span that adopts the call show it.
+        here: trace.Span | None = current if current.is_recording() else None
+        if here is None and not in_span and live is not None:
+            here = live.span()
         if in_span:
             decision = self._store.update(
                 scope_key, ScopeState.for_span, context.span_id, call, cfg, call_id, agent
             )
         else:
-            decision = self._store.update(scope_key, ScopeState.ask, call, cfg, call_id, agent)
+            decision = self._store.update(
+                scope_key, ScopeState.ask, call, cfg, call_id, agent, shown=here is not None
+            )
         if in_span and own is not None:
             own.evaluated, own.verdict, own.cfg = call, decision.verdict, cfg
         mark = mark_of(decision, name)
         if mark is None:
             return decision.verdict
-        # The call's own span; or, for an ask that blocks (the call is not to run, so no span
-        # of it may come), the span the agent asked from: its run's, usually.
-        here = in_span or (mark.signal and decision.verdict.blocked)
-        if here and current.is_recording():
-            runtime.annotator.on_live_span(current, mark)
+        if here is not None and (in_span or mark.signal):
+            runtime.annotator.on_live_span(here, mark)
         elif mark.signal:
-            # No span yet: log and count now; the event goes on the span that adopts the call.
+            # No span to show it on yet: log and count now; the span that adopts the call
+            # gets the event.
             runtime.annotator.signal(mark, context)
         if mark.signal and decision.verdict.aborted:
             runtime.fail_run(live, context.trace_id, decision.verdict)
@@ -194,8 +200,8 @@ class LoopGuard:
         once per kind and ``fallback`` (the calls let through) is returned instead."""
         try:
             return answer(*args, **kwargs)
-        except _Misuse:
-            raise
+        except _Misuse as misuse:
+            raise ValueError(str(misuse)) from None  # the caller's to fix: no private type
         except Exception as exc:
             failure = exc
         try:
@@ -296,16 +302,21 @@ class LoopGuard:
     # -- internals ---------------------------------------------------------------------------
 
     def _view_of(self, span: trace.Span) -> tuple[bool, conventions.ToolCallView | None]:
-        """Whether a live SDK span is a tool span, and the call it describes right now."""
+        """Whether a live SDK span is a tool span, and the call it describes right now. A span
+        named ``execute_tool {tool}`` is one even before its attributes are set (Google ADK
+        sets them all as it ends): its call is evaluated then."""
         name = getattr(span, "name", "")
         if not isinstance(name, str):
             return False, None
         attributes = self._runtime.tool_attributes(span)
-        if attributes is None or not conventions.is_tool_span(
+        if attributes is not None and conventions.is_tool_span(
             attributes, name, self.settings.globals
         ):
+            return True, conventions.read_call(attributes, name)
+        tool = conventions.tool_named_by_span(name)
+        if tool is None or not span.is_recording():
             return False, None
-        return True, conventions.read_call(attributes, name)
+        return True, conventions.ToolCallView(tool, None, has_arguments=False, call_id=None)
 
     def _unscoped(self, name: str | None) -> None:
         """A call asked about outside any span, without ``scope=``: every such call of every

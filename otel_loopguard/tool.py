@@ -15,7 +15,7 @@ from typing import Any, Protocol, TypeVar, cast
 
 from opentelemetry import trace
 
-from .config.settings import WARNING_KEY
+from .engine.additions import SEPARATOR, WARNING_KEY
 from .engine.verdict import Verdict, exception_for
 from .otel.current import current_span
 from .otel.runtime import Runtime
@@ -37,7 +37,7 @@ def to_attribute(value: object) -> str:
 
 def _with_warning(result: object, verdict: Verdict) -> object:
     if isinstance(result, str):
-        return f"{result}\n\n{verdict.message}"
+        return f"{result}{SEPARATOR}{verdict.message}"
     if isinstance(result, dict):
         return {**result, WARNING_KEY: verdict.message}
     return result
@@ -108,6 +108,7 @@ def guarded_tool(
         @functools.wraps(fn)
         async def async_tool(*args: Any, **kwargs: Any) -> Any:
             with start(args, kwargs) as span:
+                runtime.tool_span_started(span)
                 verdict = check(tool_name, arguments(args, kwargs))
                 if verdict.blocked:
                     return blocked(verdict, span)
@@ -118,6 +119,7 @@ def guarded_tool(
     @functools.wraps(fn)
     def sync_tool(*args: Any, **kwargs: Any) -> Any:
         with start(args, kwargs) as span:
+            runtime.tool_span_started(span)
             verdict = check(tool_name, arguments(args, kwargs))
             if verdict.blocked:
                 return blocked(verdict, span)

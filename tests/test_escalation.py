@@ -146,7 +146,7 @@ def test_blocked_asks_without_a_span_escalate_and_are_annotated_on_the_agent_spa
     assert (ran, asked) == (20, 22)
     (agent,) = r.spans("invoke_agent stubborn")
     on_agent = [(e["loopguard.action"], e["loopguard.count"]) for e in events(agent)]
-    assert on_agent == [("block", 20), ("abort", 21)]
+    assert on_agent == [("warn", 10), ("block", 20), ("abort", 21)]
     assert agent.status.status_code is StatusCode.ERROR
     assert agent.attributes["error.type"] == "generic_repeat"
     assert_counted_once(r)
@@ -166,14 +166,15 @@ def test_an_abort_asked_from_a_step_span_marks_the_agent_span_failed() -> None:
     assert agent.attributes["error.type"] == "generic_repeat"
 
 
-def test_a_span_adopting_a_blocked_ask_carries_its_attributes_but_not_a_second_event() -> None:
+def test_a_span_adopting_an_ask_carries_its_attributes_but_not_a_second_event() -> None:
     r = rig(ON)
     with r.tracer.start_as_current_span("invoke_agent stubborn", attributes=AGENT):
         for _ in range(21):
             r.guard.check("read_file", {"path": "a"})
             tool_span(r.tracer, "read_file", {"path": "a"}, "same")  # run despite the block
     (agent,) = r.spans("invoke_agent stubborn")
-    assert [e["loopguard.action"] for e in events(agent)] == ["block"]
+    assert [e["loopguard.action"] for e in events(agent)] == ["warn", "block"]
+    assert not events(r.spans("execute_tool read_file")[10])
     last = r.spans("execute_tool read_file")[-1]
     assert last.attributes["loopguard.blocked"] is True
     assert not events(last)

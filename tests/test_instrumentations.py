@@ -267,7 +267,11 @@ def test_langchain_with_openinference_is_warned_then_stopped(langchain_rig: Rig)
     tools = [s for s in r.spans() if s.attributes.get("openinference.span.kind") == "TOOL"]
     assert len(tools) == 20
     # The ask was evaluated before the span; the span adopted it at its end: counted once.
-    assert events(tools[10])[0]["loopguard.count"] == 10
+    # The warning is shown on the span it was asked from; the call's span carries its count.
+    (agent,) = r.spans("agent")
+    assert [e["loopguard.count"] for e in events(agent)][0] == 10
+    assert tools[10].attributes["loopguard.count"] == 10
+    assert not events(tools[10])
     assert r.detections()[("generic_repeat", "warning", "warn", "read_file")] == 1
     assert r.detections()[("generic_repeat", "critical", "block", "read_file")] == 1
 
@@ -348,9 +352,11 @@ def test_langchain_stubborn_agent_is_aborted_by_the_loop_checking_the_abort(
     tool_spans = [s for s in r.spans() if s.attributes.get("openinference.span.kind") == "TOOL"]
     assert len(tool_spans) == tool_runs  # the blocked and the aborted call never ran
     assert verdicts_on(tool_spans) == WARNED
-    # The block and the abort were decided by asks: their evidence is on the agent span.
+    # The warning, the block and the abort were decided by asks: their evidence is on the
+    # agent span.
     (run,) = r.spans("invoke_agent reader")
     assert [(e["loopguard.action"], e["loopguard.count"]) for e in events(run)] == [
+        ("warn", 10),
         ("block", 20),
         ("abort", 21),
     ]

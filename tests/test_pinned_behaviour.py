@@ -183,10 +183,11 @@ def test_a_remote_parent_makes_a_local_root_through_the_public_reader(
         for _ in range(3):
             tool_span(r.tracer, "read_file", {"path": "a"}, "x")
         assert r.guard.stats().scopes == 1
-    assert (r.guard.stats().scopes, r.guard.stats().released) == (0, 1)
+    stats = r.guard.stats()
+    assert (stats.scopes, stats.untracked, stats.released) == (1, 1, 0)
 
 
-def test_a_remote_parent_tool_span_is_released_at_its_end_through_the_public_reader(
+def test_a_remote_parent_tool_span_is_kept_untracked_at_its_end_through_the_public_reader(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(reader, "READER", reader.PublicReader())
@@ -194,7 +195,8 @@ def test_a_remote_parent_tool_span_is_released_at_its_end_through_the_public_rea
     remote = SpanContext(0xABC, 0xDEF, is_remote=True, trace_flags=TraceFlags(1))
     with trace.use_span(NonRecordingSpan(remote)):
         tool_span(r.tracer, "read_file", {"path": "a"}, "x")
-    assert (r.guard.stats().scopes, r.guard.stats().released) == (0, 1)
+    stats = r.guard.stats()
+    assert (stats.scopes, stats.untracked, stats.released) == (1, 1, 0)
 
 
 # -- warning de-duplication --------------------------------------------------------------------

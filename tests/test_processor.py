@@ -239,7 +239,12 @@ def test_point_1_asking_before_the_span_exists_then_the_span_counts_once() -> No
             tool_span(r.tracer, "read_file", {"path": "a"}, "same")
     assert [v.level for v in verdicts] == ["ok"] * 10 + ["warning"]
     assert verdicts[10].count == 10
-    assert events(r.spans("execute_tool read_file")[10])[0]["loopguard.count"] == 10
+    # Shown where it was asked (the agent's span); the call's span carries the attributes.
+    (agent,) = r.spans("agent")
+    assert [e["loopguard.count"] for e in events(agent)] == [10]
+    call = r.spans("execute_tool read_file")[10]
+    assert call.attributes["loopguard.count"] == 10
+    assert not events(call)
 
 
 def test_point_1_asking_twice_for_one_call_with_its_call_id_counts_once() -> None:

@@ -117,6 +117,10 @@ class ResolvedConfig:
     otherwise only results of that shape are."""
     openclaw_unknown_tool_patterns: bool = False
     """Read a missing tool's name with OpenClaw's two patterns only."""
+    framework_results: bool = True
+    """Results are read as the agent frameworks that record them mean them (docs/shapes.md):
+    ADK's ``{"result": ...}`` wrapper is unwrapped, an MCP result with ``isError`` is an error.
+    OpenClaw reads only its own result object."""
     rewarn_after_fading: bool = True
     """A warning whose count falls below its last warned step and climbs back is given again
     (OpenClaw: each warning key's step only rises, so a loop that comes back stays quiet)."""
@@ -264,6 +268,7 @@ OPENCLAW_DEFAULTS = ResolvedConfig(
     poll_warning_per_result=True,
     any_object_result=True,
     openclaw_unknown_tool_patterns=True,
+    framework_results=False,
     openclaw_tool_names=True,
     rewarn_after_fading=False,
 )

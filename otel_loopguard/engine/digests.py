@@ -9,9 +9,10 @@ from typing import NamedTuple
 from ..config.settings import WARNING_KEY, ResolvedConfig
 from . import fingerprint as fp
 from . import structured
+from .additions import may_carry, without_message
 from .messages import strip_messages
 from .names import openclaw_tool_name, unknown_tool_name
-from .records import Outcome, ProposedCall
+from .records import UNRECORDED, Outcome, ProposedCall
 
 __all__ = ["Digester", "OutcomeDigest", "digest_call", "digest_outcome"]
 
@@ -30,11 +31,26 @@ _EMPTY = OutcomeDigest(result_fp=None, unknown_tool=None, outcome="empty")
 _VETO = OutcomeDigest(result_fp=None, unknown_tool=None, outcome="veto")
 
 
-def digest_call(tool: str, args: object, cfg: ResolvedConfig) -> ProposedCall:
+def digest_call(
+    tool: str, args: object, cfg: ResolvedConfig, *, span: str | None = None
+) -> ProposedCall:
     """The proposed call: tool, argument key, whether the tool is polling, and what its
-    outcome is read as."""
+    outcome is read as.
+
+    ``args`` is :data:`UNRECORDED` for a span that recorded no arguments: the call is then
+    the same call as no other (its key is made from ``span``, the span's id), and is read
+    as a call of its tool with no known arguments.
+    """
     if cfg.openclaw_tool_names:
         tool = openclaw_tool_name(tool)
+    if args is UNRECORDED:
+        return ProposedCall(
+            tool=sys.intern(tool),
+            args_fp=fp.unrecorded_key(tool, span or ""),
+            is_poll=cfg.is_poll(tool, None),
+            kind=structured.call_kind(tool, None),
+            unrecorded=True,
+        )
     key, value = fp.call_key(tool, args)
     return ProposedCall(
         tool=sys.intern(tool),
@@ -47,31 +63,52 @@ def digest_call(tool: str, args: object, cfg: ResolvedConfig) -> ProposedCall:
 
 
 def digest_outcome(
-    call: ProposedCall, result: object, error: str | None, cfg: ResolvedConfig
+    call: ProposedCall,
+    result: object,
+    error: str | None,
+    cfg: ResolvedConfig,
+    issued: str | None = None,
 ) -> OutcomeDigest:
     """The outcome: an error digest, a result digest (volatile keys dropped), or none at all.
 
-    An error is no progress by itself. OpenClaw's result object is read as OpenClaw reads it
+    ``issued``: the message the guard gave this call (a warning the model saw), taken out of
+    the result first, in whatever form the recording holds it (``additions.py``). An error is
+    no progress by itself. OpenClaw's result object is read as OpenClaw reads it
     (``structured.py``); with ``any_object_result`` (``profile: openclaw``), every JSON object
-    result is.
+    result is; framework shapes as docs/shapes.md lists them.
     """
+    if issued is not None and result is not None and may_carry(result):
+        result = without_message(result, issued)
     if error is not None:
-        return OutcomeDigest(
-            result_fp=fp.error_key(error),
-            unknown_tool=unknown_tool_name(error, openclaw=cfg.openclaw_unknown_tool_patterns),
-            outcome="error",
-        )
+        return _error(call, error, result, cfg)
     if result is None:
         return _EMPTY
+    return _result(call, result, cfg, unwrapped=False)
+
+
+def _result(
+    call: ProposedCall, result: object, cfg: ResolvedConfig, unwrapped: bool
+) -> OutcomeDigest:
     if isinstance(result, str):
         result = strip_messages(result)
-        if _may_be_structured(result, cfg.any_object_result):
+        if _may_be_structured(result, cfg):
             parsed = fp.normalise(result).value
             if type(parsed) is dict:
                 result = parsed
     if type(result) is dict:
         if WARNING_KEY in result:
             result = {k: v for k, v in result.items() if k != WARNING_KEY}
+        if cfg.framework_results:
+            if result.get("isError") is True:
+                # MCP's CallToolResult of a failed call: its text is the error.
+                return _error(call, _texts(result.get("content")) or "error", None, cfg)
+            error = result.get("error")
+            if isinstance(error, str) and unknown_tool_name(error, tool=call.tool) is not None:
+                # Google ADK answers a call of a missing tool with {"error": ...}.
+                return _error(call, error, None, cfg)
+            if result.keys() == _RESULT_ONLY and not unwrapped:
+                # Google ADK wraps a result that is not a mapping as {"result": ...}.
+                return _result(call, result["result"], cfg, unwrapped=True)
         if structured.is_structured(result, any_object=cfg.any_object_result):
             return _read_structured(call, result, cfg)
         if call.kind in structured.DETAILS_ALONE:
@@ -84,15 +121,50 @@ def digest_outcome(
     return OutcomeDigest(result_fp=key, unknown_tool=None, outcome="ok")
 
 
+def _error(call: ProposedCall, error: str, result: object, cfg: ResolvedConfig) -> OutcomeDigest:
+    """An error outcome. The missing tool's name is read from the error, else (a framework
+    that answers the model in the result: ADK) from the result's text."""
+    openclaw = cfg.openclaw_unknown_tool_patterns
+    unknown = unknown_tool_name(error, openclaw=openclaw, tool=call.tool)
+    if unknown is None and not openclaw and result is not None:
+        unknown = unknown_tool_name(_error_text(result), tool=call.tool)
+    return OutcomeDigest(result_fp=fp.error_key(error), unknown_tool=unknown, outcome="error")
+
+
+def _error_text(result: object) -> str | None:
+    """The text of a failed call's result: itself, or its ``error`` member."""
+    if isinstance(result, str):
+        return result
+    error = result.get("error") if type(result) is dict else None
+    return error if isinstance(error, str) else None
+
+
+def _texts(content: object) -> str:
+    """The text of a list of content parts (``[{"type": "text", "text": ...}]``)."""
+    if type(content) is not list:
+        return ""
+    return "\n".join(
+        part["text"] for part in content if type(part) is dict and isinstance(part.get("text"), str)
+    )
+
+
+_RESULT_ONLY = frozenset({"result"})
 _OBJECT_START = re.compile(r"\s*\{")
 _STRUCTURED_START = re.compile(r'\s*\{\s*"(?:content|details)"')
 """OpenClaw's result object has only ``content`` and ``details``: its text starts with one."""
+_FRAMEWORK_START = re.compile(r'\s*\{\s*"(?:content|details|result|isError|structuredContent)"')
+"""... and a framework's shapes (docs/shapes.md) with one of these."""
 
 
-def _may_be_structured(text: str, any_object: bool) -> bool:
-    """A test at the start of a result text, before parsing it: OpenClaw's result object, or
-    any JSON object under ``any_object_result``. Constant time: results are often large."""
-    return (_OBJECT_START if any_object else _STRUCTURED_START).match(text) is not None
+def _may_be_structured(text: str, cfg: ResolvedConfig) -> bool:
+    """A test at the start of a result text, before parsing it: OpenClaw's result object, a
+    framework's shape, or any JSON object under ``any_object_result``. Constant time: results
+    are often large."""
+    if cfg.any_object_result:
+        start = _OBJECT_START
+    else:
+        start = _FRAMEWORK_START if cfg.framework_results else _STRUCTURED_START
+    return start.match(text) is not None
 
 
 def _read_structured(

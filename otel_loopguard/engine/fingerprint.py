@@ -33,6 +33,7 @@ __all__ = [
     "normalise",
     "result_key",
     "result_text",
+    "unrecorded_key",
     "value_key",
     "value_result_key",
 ]
@@ -43,8 +44,9 @@ _EXEC_TAIL = "tail"
 _LANGCHAIN_KEYS = frozenset({"input_str", "inputs", "kwargs", "tags", "metadata", "run_id", "name"})
 
 
-ARGS, RESULT, ERROR = b"args\0", b"result\0", b"error\0"
-"""What a digest is of: never equal for an argument, a result and an error of the same bytes."""
+ARGS, RESULT, ERROR, UNRECORDED = b"args\0", b"result\0", b"error\0", b"unrecorded\0"
+"""What a digest is of: never equal for an argument, a result and an error of the same bytes,
+nor for a call whose arguments were not recorded."""
 _TEXT_RESULT = sha256(RESULT + b"t")
 """The digest state after the domain of a result text hashed as written."""
 
@@ -298,6 +300,12 @@ def args_key(tool: str, args: Normal) -> int:
     return _key(
         tool.encode("utf-8", "surrogatepass") + b"\0" + _canonical(args, _NO_KEYS, None), ARGS
     )
+
+
+def unrecorded_key(tool: str, span: str) -> int:
+    """The identity of a call whose arguments were not recorded: its tool and the span that
+    made it, so it equals no other call (never an argument digest: another domain)."""
+    return _key(tool.encode("utf-8", "surrogatepass") + b"\0" + span.encode(), UNRECORDED)
 
 
 def call_key(tool: str, args: object) -> tuple[int, object]:

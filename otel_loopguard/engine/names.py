@@ -30,7 +30,19 @@ _UNKNOWN = (
         r"\btool\s{1,8}" + _NAME + r"[`'\"]?\s{1,8}is\s{1,8}not\s{1,8}available",
         re.IGNORECASE,
     ),
+    # Google ADK 2.13's answer to the model: "Invoking `X()` failed as no tool with that
+    # name is available."
+    re.compile(
+        r"\binvoking\s{1,8}" + _NAME + r"(?:\(\))?[`'\"]?\s{1,8}failed\s{1,8}as\s{1,8}no\s{1,8}"
+        r"tool\s{1,8}with\s{1,8}that\s{1,8}name\s{1,8}is\s{1,8}available",
+        re.IGNORECASE,
+    ),
 )
+_UNKNOWN_UNNAMED = re.compile(
+    r"\bthe\s{1,8}requested\s{1,8}tool\s{1,8}does\s{1,8}not\s{1,8}exist\b", re.IGNORECASE
+)
+"""A wording that names no tool (Agno 3.1: "The requested tool does not exist or is not
+available."): the missing tool is the call's own."""
 _OPENCLAW_NAME = r"[\"']?([a-z0-9_.-]{1,128})[\"']?"
 _UNKNOWN_OPENCLAW = (
     re.compile(r"unknown tool[:\s]{1,64}" + _OPENCLAW_NAME, re.IGNORECASE),
@@ -59,22 +71,30 @@ def openclaw_tool_name(tool: str) -> str:
     return _OPENCLAW_ALIASES.get(name, name)
 
 
-def unknown_tool_name(error: str | None, *, openclaw: bool = False) -> str | None:
+def unknown_tool_name(
+    error: str | None, *, openclaw: bool = False, tool: str | None = None
+) -> str | None:
     """When an error says a tool does not exist, a digest of the missing tool's name, in lower
     case (a model that retries ``Search`` after ``search`` retries the same missing tool).
 
     A digest, not the name: it is only compared, and the text of an error is not ours to keep
     or show (it may carry a secret that happens to sit where a name would). ``openclaw``: read
-    with OpenClaw's patterns only (``profile: openclaw``).
+    with OpenClaw's patterns only (``profile: openclaw``). ``tool``: the call's tool, the
+    missing one when the wording names none.
     """
     if not error:
         return None
     text = error[:_MAX_ERROR_SCAN]
     if openclaw:
         text = text.strip()
+    name: str | None = None
     for pattern in _UNKNOWN_OPENCLAW if openclaw else _UNKNOWN:
         match = pattern.search(text)
         if match:
             name = match.group(1) if openclaw else match.group(1).rstrip(".")
-            return sha256(name.lower().encode("utf-8", "surrogatepass")).hexdigest()[:16]
-    return None
+            break
+    if name is None and not openclaw and tool is not None and _UNKNOWN_UNNAMED.search(text):
+        name = tool
+    if name is None:
+        return None
+    return sha256(name.lower().encode("utf-8", "surrogatepass")).hexdigest()[:16]

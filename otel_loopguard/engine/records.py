@@ -5,7 +5,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
-__all__ = ["CallKind", "CallRecord", "Outcome", "ProposedCall"]
+__all__ = ["UNRECORDED", "CallKind", "CallRecord", "Outcome", "ProposedCall", "Unrecorded"]
+
+
+class Unrecorded:
+    """The arguments of a call whose span recorded none (content capture off): unknown, not
+    empty. A tool with no arguments records ``{}`` or ``""``."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNRECORDED"
+
+
+UNRECORDED = Unrecorded()
 
 Outcome = Literal["pending", "ok", "unchanged", "error", "veto", "empty"]
 """``pending``: evaluated, not ended; ``unchanged``: a result saying nothing changed (a
@@ -56,7 +69,9 @@ class ProposedCall(NamedTuple):
     such a call by name or by value, so an ask and a span are matched by either (never the
     detectors). ``kwargs_fp`` is the key of ``X`` when the arguments were recorded as
     ``{"kwargs": X}`` (OpenInference's LlamaIndex spans): an ask of ``X`` is this span's call.
-    ``kind`` says how the outcome is read.
+    ``kind`` says how the outcome is read. ``unrecorded``: the span recorded no arguments
+    (content capture off): ``args_fp`` is then unique to the span, so the call is never the
+    same call as another, and an ask of the same tool is matched by its name alone.
     """
 
     tool: str
@@ -65,3 +80,4 @@ class ProposedCall(NamedTuple):
     value_fp: int | None = None
     kind: CallKind | None = None
     kwargs_fp: int | None = None
+    unrecorded: bool = False

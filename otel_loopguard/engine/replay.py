@@ -12,15 +12,26 @@ from dataclasses import dataclass, replace
 from ..config.loading import ConfigSource, load_config
 from ..config.settings import Settings, resolve
 from .digests import digest_call, digest_outcome
+from .records import UNRECORDED
 from .state import ScopeState
 from .verdict import Verdict
 
-__all__ = ["COMPACTION", "Batch", "Call", "Compaction", "Replayed", "replay", "replay_events"]
+__all__ = [
+    "COMPACTION",
+    "UNRECORDED",
+    "Batch",
+    "Call",
+    "Compaction",
+    "Replayed",
+    "replay",
+    "replay_events",
+]
 
 
 @dataclass(frozen=True, slots=True)
 class Call:
-    """One recorded tool call. ``result=None`` and no ``error`` means no result was recorded."""
+    """One recorded tool call. ``result=None`` and no ``error`` means no result was recorded;
+    ``args=UNRECORDED`` that no arguments were (``None``: a call with none)."""
 
     tool: str
     args: object = None
@@ -90,8 +101,11 @@ def replay_events(
         if not cfg.active:
             replayed.extend(Replayed(Verdict(), event=False) for _ in batch)
             continue
-        proposed = [digest_call(call.tool, call.args, cfg) for call in batch]
         first = len(replayed)  # each call's span id: its number in the replay
+        proposed = [
+            digest_call(call.tool, call.args, cfg, span=f"replay-{first + n}")
+            for n, call in enumerate(batch)
+        ]
         # A batch's calls get ids, so each span takes its own call's ask.
         ids = [call.call_id or f"replay-{first + n}" for n, call in enumerate(batch)]
         if isinstance(item, Batch):
@@ -101,7 +115,10 @@ def replay_events(
             decision = state.for_span(span, digest, cfg, ids[index], call.agent)
             event = asked[index].annotate if isinstance(item, Batch) else decision.annotate
             # A blocked call did not run: its veto record keeps the outcome it continued.
-            fired = state.end_span(span, digest_outcome(digest, call.result, call.error, cfg), cfg)
+            outcome = digest_outcome(
+                digest, call.result, call.error, cfg, decision.verdict.message or None
+            )
+            fired = state.end_span(span, outcome, cfg)
             if fired is not None and cfg.observe_only:
                 fired = replace(fired, action="warn")
             replayed.append(Replayed(decision.verdict, event=event, completed=fired))

@@ -52,6 +52,9 @@ class _Ask:
     call: ProposedCall
     call_id: str | None
     decision: Decision
+    shown: bool = False
+    """The ask's detection went on the span the agent asked from: the span that adopts the
+    call does not show it again."""
 
 
 @dataclass(slots=True)
@@ -78,9 +81,16 @@ class ScopeState:
     # -- evaluation points -------------------------------------------------------------------
 
     def ask(
-        self, call: ProposedCall, cfg: ResolvedConfig, call_id: str | None, agent: str | None
+        self,
+        call: ProposedCall,
+        cfg: ResolvedConfig,
+        call_id: str | None,
+        agent: str | None,
+        *,
+        shown: bool = False,
     ) -> Decision:
-        """Point 1: the agent asks before the span exists.
+        """Point 1: the agent asks before the span exists; ``shown``: its detection, if any,
+        goes on the span it asked from.
 
         An ask with the call id of an open one adopts it. Without call ids, each ask is a call
         of its own: a blocked call is retried without a span, and a tool without a span never
@@ -92,7 +102,7 @@ class ScopeState:
         if match is not None:
             return match.decision._replace(new=False, annotate=False)
         decision = self._propose(call, cfg, call_id, agent)
-        self._remember_ask(call, call_id, decision)
+        self._remember_ask(call, call_id, decision, shown=shown)
         return decision
 
     def ask_batch(
@@ -161,8 +171,10 @@ class ScopeState:
             self.abort = verdict
         return decisions
 
-    def _remember_ask(self, call: ProposedCall, call_id: str | None, decision: Decision) -> None:
-        self.asks.append(_Ask(call=call, call_id=call_id, decision=decision))
+    def _remember_ask(
+        self, call: ProposedCall, call_id: str | None, decision: Decision, *, shown: bool = False
+    ) -> None:
+        self.asks.append(_Ask(call=call, call_id=call_id, decision=decision, shown=shown))
         if len(self.asks) > MAX_OPEN_ASKS:
             del self.asks[0]  # an ask no span ever claimed
 
@@ -180,11 +192,12 @@ class ScopeState:
             return self._adopted(bound)
         match = self._claim_ask(call, call_id) if self.asks else None
         if match is not None:
-            # Adopted: the span gets the event of an ask that let the call run; a blocked ask
-            # placed its own (the call was not meant to run).
+            # Adopted: the span gets the event of an ask that let the call run, unless the
+            # ask's span showed it; a blocked ask placed its own (the call was not to run).
             asked = match.decision
             decision = asked._replace(
-                new=False, annotate=asked.annotate and not asked.verdict.blocked
+                new=False,
+                annotate=asked.annotate and not (asked.verdict.blocked or match.shown),
             )
         elif self.abort is not None:
             decision = self._aborted()
@@ -246,15 +259,17 @@ class ScopeState:
     def _claim_ask(self, call: ProposedCall, call_id: str | None) -> _Ask | None:
         """Take the newest open ask of a span's call: by call id when both have one, else by
         tool and arguments, by tool and the one argument's value (recorded by name by one
-        instrumentation, by value by another), or by tool and the keyword arguments a span
-        recorded as ``{"kwargs": ...}``."""
+        instrumentation, by value by another), by tool and the keyword arguments a span
+        recorded as ``{"kwargs": ...}``, or by tool alone for a span that recorded no
+        arguments."""
         for ask in reversed(self.asks):
             same = (
                 ask.call_id == call_id
                 if call_id is not None and ask.call_id is not None
                 else ask.call.tool == call.tool
                 and (
-                    ask.call.args_fp == call.args_fp
+                    call.unrecorded
+                    or ask.call.args_fp == call.args_fp
                     or (ask.call.value_fp is not None and ask.call.value_fp == call.value_fp)
                     or ask.call.args_fp == call.kwargs_fp
                 )

@@ -96,12 +96,16 @@ class Store(Protocol):
         """Forget a scope: its history, open calls and abort flag."""
         ...
 
-    def root_started(self, key: str) -> None:
-        """A local root span of the trace scope ``key`` started in this process."""
+    def root_started(self, key: str, *, remote_parent: bool = False) -> None:
+        """A local root span of the trace scope ``key`` started in this process;
+        ``remote_parent``: under a remote span (a tool service's request, say)."""
         ...
 
-    def root_ended(self, key: str) -> None:
-        """A local root span ended: the scope is released once its last one has."""
+    def root_ended(self, key: str, *, remote_parent: bool = False) -> None:
+        """A local root span ended: the scope is released once its last one has, unless that
+        one had a remote parent: the trace's run goes on in its caller and may come back
+        (a tool service answers each call of the run as a request of its own), so the scope
+        is kept until its idle TTL, never at the cost of a run's scope."""
         ...
 
     def stats(self) -> StoreStats:
@@ -137,7 +141,9 @@ class InMemoryStore:
     root) is *untracked*: nothing will release it, so such scopes are held apart, at most
     ``max_untracked`` of them, least recently used first, and they never evict a tracked one.
     Other scopes (a conversation, an attribute, one given to ``check``) are held until LRU or
-    the idle TTL drops them, as tracked ones are.
+    the idle TTL drops them, as tracked ones are. When the last open root of a trace here had a
+    remote parent (a tool service answering one call of a run), its scope becomes untracked
+    rather than released: the run may call again, under the same trace.
     """
 
     def __init__(
@@ -274,21 +280,34 @@ class InMemoryStore:
             self._drop(state)
             self._released += 1
 
-    def root_started(self, key: str) -> None:
-        """A local root span of the scope started."""
+    def root_started(self, key: str, *, remote_parent: bool = False) -> None:
+        """A local root span of the scope started: the scope is tracked while it is open."""
         with self.lock:
             if len(self._roots) >= 4 * self.max_scopes:
                 self._roots.pop(next(iter(self._roots)))
             self._roots[key] = self._roots.get(key, 0) + 1
 
-    def root_ended(self, key: str) -> None:
-        """A local root span ended: release the scope once its last one has."""
+    def root_ended(self, key: str, *, remote_parent: bool = False) -> None:
+        """A local root span ended: release the scope once its last one has; after a root
+        under a remote parent, hold it apart instead, as an untracked scope (see the class)."""
         with self.lock:
             remaining = self._roots.pop(key, 1) - 1
             if remaining > 0:
                 self._roots[key] = remaining
-            else:
+            elif not remote_parent:
                 self._release(key)
+            else:
+                self._untrack(key)
+
+    def _untrack(self, key: str) -> None:
+        """Move a tracked scope among the untracked ones (the oldest of them may make room)."""
+        state = self._scopes.pop(key, None)
+        if state is None:
+            return
+        if len(self._untracked) >= self.max_untracked:
+            self._drop(self._untracked.popitem(last=False)[1])
+            self._evicted_lru += 1
+        self._untracked[key] = state
 
     def clear(self) -> None:
         with self.lock:

@@ -16,20 +16,27 @@ from ..config.settings import GlobalSettings
 from ..engine.names import MAX_NAME_CHARS, bounded
 
 __all__ = [
+    "AGENT_SPAN_PREFIX",
     "COMPACTION_ATTRIBUTE",
     "ToolCallView",
     "agent_of",
+    "arguments_in_events",
     "error_of",
     "is_agent_span",
     "is_compaction",
     "is_tool_span",
     "read_call",
     "relevant_keys",
+    "result_in_events",
     "result_of",
     "scope_value",
+    "tool_named_by_span",
 ]
 
 COMPACTION_ATTRIBUTE = "loopguard.compaction"
+AGENT_SPAN_PREFIX = "invoke_agent"
+"""How the GenAI conventions name an agent's run span (``invoke_agent {agent}``): tracked from
+its start, as some frameworks (Google ADK) set its attributes only after it started."""
 
 _TOOL_NAME = ("gen_ai.tool.name", "tool.name", "traceloop.entity.name")
 _ARGUMENTS = (
@@ -61,7 +68,12 @@ _KEYS = frozenset(
 
 
 class ToolCallView(NamedTuple):
-    """What a span says about its call: tool name, raw arguments (if any yet), call id."""
+    """What a span says about its call: tool name, raw arguments (if any yet), call id.
+
+    ``has_arguments``: an argument attribute is present, whatever its value (``{}``, ``""``:
+    a tool called with no arguments). Absent, the arguments were not recorded (yet, or at
+    all: content capture off), which is not the same as none.
+    """
 
     tool: str
     arguments: object
@@ -108,11 +120,13 @@ def _text(value: object) -> str | None:
     return None
 
 
-def is_agent_span(attributes: Mapping[str, Any]) -> bool:
-    """Whether a span is an agent's run (``invoke_agent``, an OpenInference or Traceloop agent):
-    the span a run's abort marks failed."""
+def is_agent_span(attributes: Mapping[str, Any], name: str = "") -> bool:
+    """Whether a span is an agent's run (``invoke_agent``, an OpenInference or Traceloop agent,
+    or a span named ``invoke_agent ...`` whose attributes come later): the span a run's abort
+    marks failed."""
     return (
-        attributes.get("gen_ai.operation.name") in ("invoke_agent", "create_agent")
+        name.startswith(AGENT_SPAN_PREFIX)
+        or attributes.get("gen_ai.operation.name") in ("invoke_agent", "create_agent")
         or attributes.get("openinference.span.kind") == "AGENT"
         or attributes.get("traceloop.span.kind") == "agent"
     )
@@ -165,12 +179,46 @@ def read_call(attributes: Mapping[str, Any], span_name: str) -> ToolCallView | N
     arguments = attributes.get("gen_ai.tool.call.arguments")
     if arguments is None or arguments == "":
         arguments = _first(attributes, _ARGUMENTS)
+    recorded = arguments is not None or any(key in attributes for key in _ARGUMENTS)
     call_id = attributes.get("gen_ai.tool.call.id")
     if type(call_id) is not str or not 0 < len(call_id) <= MAX_NAME_CHARS:
         call_id = _first_text(attributes, _CALL_ID)
-    return ToolCallView(
-        tool=tool, arguments=arguments, has_arguments=arguments is not None, call_id=call_id
-    )
+    return ToolCallView(tool=tool, arguments=arguments, has_arguments=recorded, call_id=call_id)
+
+
+def tool_named_by_span(name: str) -> str | None:
+    """The tool a span's name says it runs (``execute_tool {tool}``, the GenAI span name),
+    for a span whose attributes come only at its end (Google ADK's)."""
+    if not name.startswith("execute_tool ") or len(name) > MAX_NAME_CHARS:
+        return None
+    return name[len("execute_tool ") :].strip() or None
+
+
+_ARGUMENT_EVENT = "gen_ai.tool.message"
+_RESULT_EVENT = "gen_ai.choice"
+
+
+def _event_value(events: Sequence[Any], event_name: str, key: str) -> object:
+    """The newest ``event_name`` event's ``key`` attribute (Strands Agents records a tool's
+    arguments and result as events by default, not attributes)."""
+    for event in reversed(events):
+        if getattr(event, "name", None) == event_name:
+            value = (getattr(event, "attributes", None) or {}).get(key)
+            if value is not None:
+                return value
+    return None
+
+
+def arguments_in_events(events: Sequence[Any]) -> object:
+    """A tool span's arguments recorded as an event (``gen_ai.tool.message``'s ``content``:
+    Strands Agents 1.x), or ``None``."""
+    return _event_value(events, _ARGUMENT_EVENT, "content") if events else None
+
+
+def result_in_events(events: Sequence[Any]) -> object:
+    """A tool span's result recorded as an event (``gen_ai.choice``'s ``message``: Strands
+    Agents 1.x), or ``None``."""
+    return _event_value(events, _RESULT_EVENT, "message") if events else None
 
 
 def result_of(attributes: Mapping[str, Any]) -> object:

@@ -21,8 +21,9 @@ from opentelemetry.sdk.trace import ReadableSpan, Span
 from opentelemetry.trace import StatusCode
 
 from ..config.settings import ResolvedConfig
-from ..engine.digests import OutcomeDigest, digest_outcome
-from ..engine.records import ProposedCall
+from ..engine.additions import may_carry
+from ..engine.digests import OutcomeDigest, digest_call, digest_outcome
+from ..engine.records import UNRECORDED, ProposedCall
 from ..engine.state import Decision, ScopeState
 from ..engine.verdict import Verdict
 from . import conventions, reader
@@ -61,6 +62,9 @@ class _Outcome(NamedTuple):
     late_call_id: str | None = None
     """Set when the call is named only now (the third evaluation point): its call id."""
     late: bool = False
+    issued: str | None = None
+    """The message the call was given while live (a warning the model may have seen in its
+    result): taken out of the recorded result before it is digested."""
 
 
 _RECENTLY_ENDED = 4096
@@ -149,7 +153,11 @@ class Lifecycle:
                 # Never a tool call, and (a client or a query) a leaf: nothing needs to
                 # inherit through it.
                 return
-            if not self._names_matter and self.keys.isdisjoint(fields.attributes):
+            if (
+                not self._names_matter
+                and self.keys.isdisjoint(fields.attributes)
+                and not fields.name.startswith(conventions.AGENT_SPAN_PREFIX)
+            ):
                 if self._inherit:
                     self._file_under_parent(fields.span_id, fields.parent_id)
                 return
@@ -192,13 +200,13 @@ class Lifecycle:
             scope=scope,
             local_root=local_root,
             scope_key=scope_key,
-            agent_span=conventions.is_agent_span(attributes),
+            agent_span=conventions.is_agent_span(attributes, fields.name),
         )
         self.live.add(span_id, live)
         if local_root:
             self.live.add_root(fields.trace_id, live)
             if scope is None:
-                self.store.root_started(scope_key)
+                self.store.root_started(scope_key, remote_parent=parent_id is not None)
         if not conventions.is_tool_span(attributes, fields.name, self._globals):
             return
         view = conventions.read_call(attributes, fields.name)
@@ -257,7 +265,7 @@ class Lifecycle:
         live = entry if own and entry is not None and entry.evaluated is not None else None
         if live is None and not self._names_matter and self.keys.isdisjoint(attributes):
             if own and entry is not None and entry.local_root and entry.scope is None:
-                self.store.root_ended(entry.scope_key)
+                self.store.root_ended(entry.scope_key, remote_parent=entry.parent_id is not None)
             if own and entry is not None and entry.failed is not None:
                 return Ended(entry=entry, own=own, failed=self._status_reset(span, entry))
             return NOTHING_ENDED  # no marks: the entry is not needed
@@ -275,14 +283,14 @@ class Lifecycle:
         elif self._counted_inside(nested, inner, fields):
             marks = self._covered_marks(inner)
         else:
-            outcome = self._call_at_end(fields, live, entry, scope_key)
+            outcome = self._call_at_end(span, fields, live, entry, scope_key)
             if outcome is not None:
                 marks = self._record(span, attributes, outcome)
                 if nested is not None and outcome.late:
                     nested.tool, nested.evaluated = outcome.call.tool, outcome.call
                 self._fail_run_if_aborted(marks, entry, own, fields.trace_id)
         if own and entry is not None and entry.local_root and entry.scope is None:
-            self.store.root_ended(scope_key)
+            self.store.root_ended(scope_key, remote_parent=entry.parent_id is not None)
         return Ended(marks, entry, own, self._status_reset(span, entry if own else None))
 
     @staticmethod
@@ -344,6 +352,7 @@ class Lifecycle:
 
     def _call_at_end(
         self,
+        span: ReadableSpan,
         fields: SpanFields,
         live: LiveSpan | None,
         entry: LiveSpan | None,
@@ -351,12 +360,14 @@ class Lifecycle:
     ) -> _Outcome | None:
         """The call an ended tool span made: as evaluated while live, or named only now."""
         if live is not None and live.evaluated is not None and live.cfg is not None:
+            verdict = live.verdict
             return _Outcome(
                 span_id=fields.span_id,
                 scope_key=scope_key,
                 agent=live.agent,
                 cfg=live.cfg,
                 call=live.evaluated,
+                issued=verdict.message if verdict is not None and verdict.message else None,
             )
         attributes = fields.attributes
         if not conventions.is_tool_span(attributes, fields.name, self._globals):
@@ -366,12 +377,18 @@ class Lifecycle:
         cfg = self.settings.for_agent(agent)
         if view is None or not cfg.active:
             return None
+        if view.has_arguments:
+            call = self.digest.call(view.tool, view.arguments, cfg)
+        else:
+            recorded = conventions.arguments_in_events(span.events)
+            arguments = UNRECORDED if recorded is None else recorded
+            call = digest_call(view.tool, arguments, cfg, span=f"{fields.span_id:016x}")
         return _Outcome(
             span_id=fields.span_id,
             scope_key=scope_key,
             agent=agent,
             cfg=cfg,
-            call=self.digest.call(view.tool, view.arguments, cfg),
+            call=call,
             late_call_id=view.call_id,
             late=True,
         )
@@ -404,9 +421,17 @@ class Lifecycle:
             else None
         )
         call, cfg = outcome.call, outcome.cfg
-        result = digest_outcome(call, conventions.result_of(attributes), error, cfg)
+        raw = conventions.result_of(attributes)
+        if raw is None:
+            raw = conventions.result_in_events(span.events)
+        result = digest_outcome(call, raw, error, cfg, outcome.issued)
         if outcome.late:
-            late, fired = self.store.update(outcome.scope_key, _end_of_call, outcome, result)
+            # The message this call is given is decided in the update (an ask it adopts, or
+            # its own evaluation): the result is digested again without it, if it may hold it.
+            redigest = _Redigest(call, raw, error, cfg) if may_carry(raw) else None
+            late, fired = self.store.update(
+                outcome.scope_key, _end_of_call, outcome, result, redigest
+            )
         else:  # most tool spans: evaluated while live, only the outcome is new
             late = None
             fired = self.store.update(
@@ -425,15 +450,38 @@ class Lifecycle:
         return marks
 
 
+class _Redigest:
+    """A late call's outcome digested without the message it was given (remembered: a shared
+    store may run the update again)."""
+
+    __slots__ = ("call", "cfg", "digests", "error", "raw")
+
+    def __init__(
+        self, call: ProposedCall, raw: object, error: str | None, cfg: ResolvedConfig
+    ) -> None:
+        self.call, self.raw, self.error, self.cfg = call, raw, error, cfg
+        self.digests: dict[str, OutcomeDigest] = {}
+
+    def without(self, message: str) -> OutcomeDigest:
+        digest = self.digests.get(message)
+        if digest is None:
+            digest = digest_outcome(self.call, self.raw, self.error, self.cfg, message)
+            self.digests[message] = digest
+        return digest
+
+
 def _end_of_call(
-    state: ScopeState, outcome: _Outcome, result: OutcomeDigest
+    state: ScopeState, outcome: _Outcome, result: OutcomeDigest, redigest: _Redigest | None
 ) -> tuple[Decision | None, Verdict | None]:
     """The end of a tool span named only now, on its scope's state in one update: the call's
     evaluation (the third evaluation point) unless it has one, then its outcome. State changes
     only."""
+    bound = state.bound(outcome.span_id)
     late = None
-    if state.bound(outcome.span_id) is None:
-        late = state.for_span(
+    if bound is None:
+        bound = late = state.for_span(
             outcome.span_id, outcome.call, outcome.cfg, outcome.late_call_id, outcome.agent
         )
+    if redigest is not None and bound.verdict.message:
+        result = redigest.without(bound.verdict.message)
     return late, state.end_span(outcome.span_id, result, outcome.cfg)

@@ -27,6 +27,7 @@ from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, use_span
 
 from ..config.environment import ConfigWarning
+from .conventions import AGENT_SPAN_PREFIX
 
 __all__ = [
     "ENV_SPAN_READER",
@@ -170,7 +171,14 @@ class Glance:
         self.entries = entries
 
     def at_start(self, span: Any) -> bool:
-        return _PUBLIC.local_child(span) and _PUBLIC.plain(span, self.keys, self.pass_through)
+        if not _PUBLIC.local_child(span):
+            return False
+        scope = span.instrumentation_scope
+        if scope is not None and scope.name in self.pass_through:
+            return True
+        return _PUBLIC.plain(span, self.keys, frozenset()) and not span.name.startswith(
+            AGENT_SPAN_PREFIX
+        )
 
     def at_end(self, span: Any) -> bool:
         return _PUBLIC.span_id(span) not in self.entries and _PUBLIC.plain(
@@ -192,7 +200,10 @@ class InPlaceGlance(Glance):
                 and not parent[IS_REMOTE]
                 and (
                     span._instrumentation_scope._name in self.pass_through
-                    or self.keys.isdisjoint(span._attributes._dict)
+                    or (
+                        self.keys.isdisjoint(span._attributes._dict)
+                        and not span._name.startswith(AGENT_SPAN_PREFIX)
+                    )
                 )
             )
         except (AttributeError, TypeError):

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ..config.settings import GlobalSettings
-from ..engine.replay import COMPACTION, Call, Compaction
+from ..engine.replay import COMPACTION, UNRECORDED, Call, Compaction
 from ..engine.verdict import COMPACTION_DETECTOR
 from . import conventions
 from .otlp_file import RecordedSpan
@@ -96,14 +96,20 @@ def _item(
     ours = attributes.get("error.type") == attributes.get("loopguard.detector") is not None
     if not blocked:
         result = conventions.result_of(attributes)
+        if result is None:
+            result = conventions.result_in_events(span.events)
         if not ours:
             error = conventions.error_of(
                 attributes, span.status_error, span.status_message, span.events
             )
     action = attributes.get("loopguard.action")
+    arguments = view.arguments
+    if not view.has_arguments:
+        arguments = conventions.arguments_in_events(span.events)
+        arguments = UNRECORDED if arguments is None else arguments
     call = Call(
         tool=view.tool,
-        args=view.arguments,
+        args=arguments,
         result=result,
         error=error,
         agent=_agent(span, by_id),

@@ -8,6 +8,7 @@ reporter. Nothing reaches into another object's private fields.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from opentelemetry import metrics, trace
@@ -23,6 +24,8 @@ from .errors import InternalErrors
 from .live import DEFAULT_SCOPE, LiveSpan, LiveSpans, trace_scope
 
 __all__ = ["Runtime"]
+
+_logger = logging.getLogger("otel_loopguard")
 
 
 class Runtime:
@@ -47,17 +50,44 @@ class Runtime:
         self.keys = conventions.relevant_keys(g)
         """Every attribute key otel-loopguard reads under these settings."""
         self._tracer_provider = tracer_provider
+        self._warned_unseen = False
 
     def tracer(self) -> trace.Tracer:
         """The tracer ``@guard.tool`` makes its spans with."""
         provider = self._tracer_provider or trace.get_tracer_provider()
         return provider.get_tracer("otel_loopguard")
 
+    def tool_span_started(self, span: trace.Span) -> None:
+        """Say once when a ``@guard.tool`` span reaches none of this guard's processors: the
+        guard then never sees an outcome, so it warns but can never block."""
+        if self._warned_unseen or span.get_span_context().span_id in self.live.entries:
+            return
+        if not self.config_for_current().active:
+            return  # a guard that is off sees nothing, by design
+        self._warned_unseen = True
+        recording = "is recorded by a provider" if span.is_recording() else "is not recorded"
+        _logger.warning(
+            "otel-loopguard: the spans of @guard.tool reach none of this guard's "
+            "LoopGuardSpanProcessors (this one %s without one), so the guard sees no "
+            "outcome: it can warn but never block. Pass tracer_provider= to LoopGuard (the "
+            "TracerProvider you added LoopGuardSpanProcessor(guard) to), or set that provider "
+            "as the global one.",
+            recording,
+        )
+
     def current(self) -> tuple[trace.Span, LiveSpan | None]:
         """The current span and its live entry (its own, or the nearest tracked ancestor's)."""
         span = current_span()
         # No validity test first: an invalid span's id is 0, which no entry has.
-        return span, self.live.entries.get(span.get_span_context().span_id)
+        entries = self.live.entries
+        live = entries.get(span.get_span_context().span_id)
+        if live is None:
+            # A span with none of our attributes at its start (a framework's tool span that
+            # gets them all as it ends): its parent's entry.
+            parent_id = getattr(getattr(span, "parent", None), "span_id", None)
+            if type(parent_id) is int:
+                live = entries.get(parent_id)
+        return span, live
 
     def current_scope(self) -> str:
         """The scope key of the current context: its span's, its trace's, or the default."""

@@ -213,15 +213,22 @@ class RedisStore:
         if self._due():
             self._remote(lambda: self._client.delete(self._prefix + key))
 
-    def root_started(self, key: str) -> None:
+    def root_started(self, key: str, *, remote_parent: bool = False) -> None:
+        """A local root of the trace started here: this process holds the scope while one is
+        open (a root under a remote parent does not: the trace's run lives in its caller, and
+        the scope ends with the idle TTL or the caller's release)."""
+        if remote_parent:
+            return
         with self._lock:
             if len(self._roots) >= 4 * self._max_scopes:
                 self._roots.pop(next(iter(self._roots)))
             self._roots[key] = self._roots.get(key, 0) + 1
 
-    def root_ended(self, key: str) -> None:
+    def root_ended(self, key: str, *, remote_parent: bool = False) -> None:
         """This process's last local root of the trace ended: the scope is released once no
         process with a root of it that used it has one open (a trace may span services)."""
+        if remote_parent:
+            return  # never held (see root_started)
         with self._lock:
             remaining = self._roots.pop(key, 1) - 1
             if remaining > 0:
