@@ -269,7 +269,7 @@ def test_langchain_with_openinference_is_warned_then_stopped(langchain_rig: Rig)
     # The ask was evaluated before the span; the span adopted it at its end: counted once.
     # The warning is shown on the span it was asked from; the call's span carries its count.
     (agent,) = r.spans("agent")
-    assert [e["loopguard.count"] for e in events(agent)][0] == 10
+    assert [e["loopguard.count"] for e in events(agent)][:1] == [10]
     assert tools[10].attributes["loopguard.count"] == 10
     assert not events(tools[10])
     assert r.detections()[("generic_repeat", "warning", "warn", "read_file")] == 1
