@@ -129,8 +129,10 @@ class LoopGuard:
                     "traceloop.span.kind='tool'); otherwise call guard.check(name, args)"
                 )
             if span_view is None or not span_view.has_arguments:
-                # Not named, or no arguments yet: evaluated when the span ends.
-                return self._store.abort(scope_key, fresh=True) or OK
+                # No arguments (yet): the call as the model proposed it, if the completion
+                # hook saw it by this call id; else it is evaluated when the span ends.
+                adopted = self._adopted(current, scope_key, span_view, agent)
+                return adopted or self._store.abort(scope_key, fresh=True) or OK
             name, args, call_id = span_view.tool, span_view.arguments, span_view.call_id
         cfg = self.settings.for_agent(agent)
         if not cfg.active:
@@ -166,6 +168,25 @@ class LoopGuard:
             runtime.annotator.signal(mark, context)
         if mark.signal and decision.verdict.aborted:
             runtime.fail_run(live, context.trace_id, decision.verdict)
+        return decision.verdict
+
+    def _adopted(
+        self,
+        span: trace.Span,
+        scope_key: str,
+        view: conventions.ToolCallView | None,
+        agent: str | None,
+    ) -> Verdict | None:
+        """The verdict of the open ask this tool span's call id names, now bound to the span."""
+        if view is None or view.call_id is None or not self.settings.for_agent(agent).active:
+            return None
+        span_id = span.get_span_context().span_id
+        decision = self._store.update(scope_key, ScopeState.adopt_ask, span_id, view.call_id)
+        if decision is None:
+            return None
+        mark = mark_of(decision, view.tool)
+        if mark is not None and span.is_recording():
+            self._runtime.annotator.on_live_span(span, mark)
         return decision.verdict
 
     def check_batch(

@@ -91,6 +91,14 @@ def _result(
 ) -> OutcomeDigest:
     if isinstance(result, str):
         result = strip_messages(result)
+        if (
+            cfg.framework_results
+            and result[:5].lower() == "error"
+            and unknown_tool_name(result, tool=call.tool) is not None
+        ):
+            # A framework's answer to a call of a missing tool, given as the call's result
+            # (LangGraph's ToolNode, Agno): the call failed.
+            return _error(call, result, None, cfg)
         if _may_be_structured(result, cfg):
             parsed = fp.normalise(result).value
             if type(parsed) is dict:

@@ -30,6 +30,11 @@ _UNKNOWN = (
         r"\btool\s{1,8}" + _NAME + r"[`'\"]?\s{1,8}is\s{1,8}not\s{1,8}available",
         re.IGNORECASE,
     ),
+    # LangGraph 1.x's ToolNode: "Error: X is not a valid tool, try one of [...]."
+    re.compile(
+        r"[`'\"]?\b([\w.\-/]{1,128})[`'\"]?\s{1,8}is\s{1,8}not\s{1,8}a\s{1,8}valid\s{1,8}tool\b",
+        re.IGNORECASE,
+    ),
     # Google ADK 2.13's answer to the model: "Invoking `X()` failed as no tool with that
     # name is available."
     re.compile(

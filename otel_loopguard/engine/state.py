@@ -192,21 +192,43 @@ class ScopeState:
             return self._adopted(bound)
         match = self._claim_ask(call, call_id) if self.asks else None
         if match is not None:
-            # Adopted: the span gets the event of an ask that let the call run, unless the
-            # ask's span showed it; a blocked ask placed its own (the call was not to run).
-            asked = match.decision
-            decision = asked._replace(
-                new=False,
-                annotate=asked.annotate and not (asked.verdict.blocked or match.shown),
-            )
+            decision = self._claimed(match)
         elif self.abort is not None:
             decision = self._aborted()
         else:
             decision = self._propose(call, cfg, call_id, agent)
+        self._bind(span, decision)
+        return decision
+
+    def adopt_ask(self, span: int, call_id: str) -> Decision | None:
+        """A live span whose arguments are not known (yet, or at all) takes the open ask with
+        its call id, if there is one (one the GenAI completion hook made from the model's
+        response, say); ``None`` leaves the span to be evaluated at its end."""
+        bound = self.spans.get(span)
+        if bound is not None:
+            return self._adopted(bound)
+        match = next((a for a in reversed(self.asks) if a.call_id == call_id), None)
+        if match is None:
+            return None
+        self.asks.remove(match)
+        decision = self._claimed(match)
+        self._bind(span, decision)
+        return decision
+
+    @staticmethod
+    def _claimed(match: _Ask) -> Decision:
+        """The decision a span adopts from an ask: it gets the event of an ask that let the
+        call run, unless the ask's span showed it; a blocked ask placed its own (the call was
+        not to run)."""
+        asked = match.decision
+        return asked._replace(
+            new=False, annotate=asked.annotate and not (asked.verdict.blocked or match.shown)
+        )
+
+    def _bind(self, span: int, decision: Decision) -> None:
         if len(self.spans) >= max(MIN_OPEN_SPANS, self.history_size):
             self.spans.pop(next(iter(self.spans)))
         self.spans[span] = decision
-        return decision
 
     def _adopted(self, bound: Decision) -> Decision:
         if self.abort is not None and bound.verdict is not self.abort:
@@ -223,11 +245,42 @@ class ScopeState:
         record = decision.record if decision is not None else None
         if record is None or record.outcome == "veto":
             return None
+        if result.outcome == "empty" and record.outcome != "pending":
+            return None  # its result arrived another way (the next model request's inputs)
+        return self._fill(record, result, cfg)
+
+    def result_of_call(
+        self, call_id: str, result: OutcomeDigest, cfg: ResolvedConfig
+    ) -> Verdict | None:
+        """Record the outcome of the call ``call_id`` as the model was given it (seen by the
+        GenAI completion hook in the next request's inputs), when its span recorded none."""
+        record = next(
+            (
+                r
+                for r in reversed(self.history)
+                if r.call_id == call_id and r.outcome in ("pending", "empty")
+            ),
+            None,
+        )
+        return None if record is None else self._fill(record, result, cfg)
+
+    def known_call_ids(self) -> set[str | None]:
+        """The call ids of open asks and of the window's records still waiting for a result."""
+        ids: set[str | None] = {ask.call_id for ask in self.asks}
+        ids.update(record.call_id for record in self.history)
+        ids.discard(None)
+        return ids
+
+    def _fill(
+        self, record: CallRecord, result: OutcomeDigest, cfg: ResolvedConfig
+    ) -> Verdict | None:
+        """Fill in a record's outcome; the post-compaction guard's abort, if it fires."""
         record.result_fp = result.result_fp
         record.unknown_tool = result.unknown_tool
         record.outcome = result.outcome
         record.failure_fp = result.failure_fp
-        record.call_id = None  # only needed to match the outcome, which has now arrived
+        if result.outcome != "empty":
+            record.call_id = None  # only needed to match the outcome, which has now arrived
         if result.outcome == "veto":
             # The tool reported a loop veto of its own (OpenClaw's): a blocked call.
             if cfg.veto_continues_streak and cfg.veto_carries_outcome:

@@ -9,6 +9,7 @@ reporter. Nothing reaches into another object's private fields.
 from __future__ import annotations
 
 import logging
+import weakref
 from typing import Any
 
 from opentelemetry import metrics, trace
@@ -23,9 +24,23 @@ from .current import current_span
 from .errors import InternalErrors
 from .live import DEFAULT_SCOPE, LiveSpan, LiveSpans, trace_scope
 
-__all__ = ["Runtime"]
+__all__ = ["Runtime", "runtime_of"]
 
 _logger = logging.getLogger("otel_loopguard")
+
+
+_RUNTIMES: weakref.WeakSet[Runtime] = weakref.WeakSet()
+"""Every guard's runtime in this process: a completion hook finds the guard that sees a span."""
+
+
+def runtime_of(span: trace.Span) -> Runtime | None:
+    """The runtime of the guard whose processor tracks this live span, if one does."""
+    span_id = span.get_span_context().span_id
+    for runtime in list(_RUNTIMES):
+        live = runtime.live.entries.get(span_id)
+        if live is not None and live.span_id == span_id:
+            return runtime
+    return None
 
 
 class Runtime:
@@ -51,6 +66,7 @@ class Runtime:
         """Every attribute key otel-loopguard reads under these settings."""
         self._tracer_provider = tracer_provider
         self._warned_unseen = False
+        _RUNTIMES.add(self)
 
     def tracer(self) -> trace.Tracer:
         """The tracer ``@guard.tool`` makes its spans with."""

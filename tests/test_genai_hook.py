@@ -1,0 +1,265 @@
+"""Content-free detection through ``opentelemetry-util-genai``'s completion hook, with the
+official GenAI instrumentations (LangChain/LangGraph, the OpenAI Agents SDK), content capture
+left at its default (no content on any span), and stubborn scripted models.
+
+These need ``opentelemetry-util-genai`` (SDK 1.43 or later): CI's SDK 1.27 leg leaves them out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from opentelemetry.trace import StatusCode
+
+from otel_loopguard import ToolLoopBlocked
+from otel_loopguard.completion_hook import HOOK_NAME, LoopGuardCompletionHook, completion_hook
+from otel_loopguard.testing import loop_events
+
+from .helpers import Rig, rig
+
+genai_langchain = pytest.importorskip("opentelemetry.instrumentation.genai.langchain")
+
+ON = {"enabled": True}
+SECRET_ARG = "secret-path-7f3a2c"
+SECRET_RESULT = "secret-contents-91bc4e"
+LIMIT = 200  # LangGraph's recursion limit: far above where the guard stops the run
+
+REPEAT = [("read_file", {"path": SECRET_ARG})]
+PING_PONG = [("read_file", {"path": SECRET_ARG}), ("list_dir", {"path": "."})]
+MISSING = [("frobnicate", {"path": SECRET_ARG})]
+
+
+@pytest.fixture(autouse=True)
+def no_content(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Content capture at its default: nothing on the spans."""
+    monkeypatch.delenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", raising=False)
+    monkeypatch.delenv("OTEL_INSTRUMENTATION_GENAI_COMPLETION_HOOK", raising=False)
+
+
+def _instrumented(r: Rig) -> Iterator[Rig]:
+    instrumentor = genai_langchain.LangChainInstrumentor()
+    instrumentor.instrument(tracer_provider=r.provider, completion_hook=LoopGuardCompletionHook())
+    try:
+        yield r
+    finally:
+        instrumentor.uninstrument()
+
+
+@pytest.fixture
+def langchain_rig() -> Iterator[Rig]:
+    yield from _instrumented(rig(ON))
+
+
+def react_agent(r: Rig, script: list[tuple[str, dict[str, str]]]) -> tuple[Any, Counter[str]]:
+    """LangGraph's ``create_react_agent`` over a model that proposes ``script``'s calls in turn,
+    forever, behind the LangGraph adapter (``guarded_tool_node``); counts model calls and tool
+    runs."""
+    from langchain_core.language_models.chat_models import BaseChatModel
+    from langchain_core.messages import AIMessage, BaseMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+    from langchain_core.tools import tool
+    from langgraph.prebuilt import create_react_agent
+
+    from otel_loopguard.integrations.langgraph import guarded_tool_node
+
+    counts: Counter[str] = Counter()
+
+    class Stubborn(BaseChatModel):
+        model_name: str = "stubborn-1"  # the instrumentation records chat spans of named models
+
+        @property
+        def _llm_type(self) -> str:
+            return "stubborn"
+
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+            return self
+
+        def _generate(
+            self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **_: Any
+        ) -> ChatResult:
+            name, arguments = script[counts["model"] % len(script)]
+            counts["model"] += 1
+            call = {"name": name, "args": arguments, "id": f"call_{counts['model']}"}
+            return ChatResult(
+                generations=[ChatGeneration(message=AIMessage("", tool_calls=[call]))]
+            )
+
+    @tool
+    def read_file(path: str) -> str:
+        """Read a file."""
+        counts["read_file"] += 1
+        return SECRET_RESULT
+
+    @tool
+    def list_dir(path: str) -> str:
+        """List a directory."""
+        counts["list_dir"] += 1
+        return SECRET_RESULT
+
+    graph = create_react_agent(Stubborn(), guarded_tool_node(r.guard, [read_file, list_dir]))
+    return graph, counts
+
+
+def _run(r: Rig, script: list[tuple[str, dict[str, str]]]) -> tuple[ToolLoopBlocked, Counter[str]]:
+    graph, counts = react_agent(r, script)
+    with (
+        r.tracer.start_as_current_span("invoke_agent app"),
+        pytest.raises(ToolLoopBlocked) as stop,
+    ):
+        graph.invoke({"messages": [("user", "summarise the notes")]}, {"recursion_limit": LIMIT})
+    return stop.value, counts
+
+
+def _actions(r: Rig, prefix: str) -> list[tuple[str, str, int]]:
+    return [
+        (e["loopguard.detector"], e["loopguard.action"], e["loopguard.count"])
+        for s in r.spans()
+        if s.name.startswith(prefix)
+        for e in loop_events(s)
+    ]
+
+
+def _no_content_anywhere(r: Rig, logs: str) -> None:
+    exported = json.dumps(
+        [
+            [
+                s.name,
+                dict(s.attributes or {}),
+                [[e.name, dict(e.attributes or {})] for e in s.events],
+            ]
+            for s in r.spans()
+        ],
+        default=str,
+    )
+    for secret in (SECRET_ARG, SECRET_RESULT):
+        assert secret not in exported
+        assert secret not in logs
+
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def test_no_content_is_recorded_on_the_spans_the_guard_reads(langchain_rig: Rig) -> None:
+    """The premise: the instrumentation's tool spans carry a name and a call id only."""
+    r = langchain_rig
+    _run(r, REPEAT)
+    tools = r.spans("execute_tool read_file")
+    assert tools
+    assert "gen_ai.tool.call.arguments" not in (tools[0].attributes or {})
+    assert "gen_ai.tool.call.result" not in (tools[0].attributes or {})
+    assert (tools[0].attributes or {}).get("gen_ai.tool.call.id") == "call_1"
+
+
+def test_a_repeat_is_stopped_at_the_22nd_model_call_without_content(
+    langchain_rig: Rig, caplog: pytest.LogCaptureFixture
+) -> None:
+    r = langchain_rig
+    with caplog.at_level(logging.DEBUG):
+        stop, counts = _run(r, REPEAT)
+    assert (stop.verdict.detector, stop.verdict.action) == ("generic_repeat", "abort")
+    assert counts == {"model": 22, "read_file": 20}
+    # The model's responses show what they proposed: the 11th is warned, the 21st blocked,
+    # the 22nd ends the run.
+    assert _actions(r, "chat ") == [
+        ("generic_repeat", "warn", 10),
+        ("generic_repeat", "block", 20),
+        ("generic_repeat", "abort", 21),
+    ]
+    # The run's agent span (the instrumentation's) failed, not the application's root above.
+    (agent,) = r.spans("invoke_agent")
+    assert agent.status.status_code is StatusCode.ERROR
+    assert r.spans("invoke_agent app")[0].status.status_code is StatusCode.UNSET
+    _no_content_anywhere(r, caplog.text)
+
+
+def test_a_ping_pong_is_stopped_within_21_model_calls_without_content(langchain_rig: Rig) -> None:
+    r = langchain_rig
+    stop, counts = _run(r, PING_PONG)
+    assert (stop.verdict.detector, stop.verdict.action) == ("ping_pong", "abort")
+    assert counts["model"] <= 21
+    assert counts["read_file"] + counts["list_dir"] <= 20
+    kinds = {(d, a) for d, a, _ in _actions(r, "")}
+    assert kinds == {("ping_pong", "warn"), ("ping_pong", "block"), ("ping_pong", "abort")}
+
+
+def test_an_unknown_tool_with_no_span_of_its_own_is_stopped_within_12_model_calls(
+    langchain_rig: Rig,
+) -> None:
+    r = langchain_rig
+    stop, counts = _run(r, MISSING)
+    assert stop.verdict.detector == "unknown_tool_repeat"
+    assert counts["model"] <= 12
+    assert not [s for s in r.spans() if s.name.startswith("execute_tool")]
+    assert ("unknown_tool_repeat", "block", 10) in _actions(r, "chat ")
+
+
+def test_without_the_hook_the_same_run_is_never_blocked() -> None:
+    """What the hook adds: with no content and no hook, the adapter's checks see no outcome;
+    the run ends only at LangGraph's own step limit (its agent then answers by itself)."""
+    r = rig(ON)
+    instrumentor = genai_langchain.LangChainInstrumentor()
+    instrumentor.instrument(tracer_provider=r.provider)
+    try:
+        graph, counts = react_agent(r, REPEAT)
+        with r.tracer.start_as_current_span("invoke_agent app"):
+            graph.invoke({"messages": [("user", "go")]}, {"recursion_limit": 60})
+    finally:
+        instrumentor.uninstrument()
+    assert counts["read_file"] > 20
+    assert "block" not in {action for _, action, _ in _actions(r, "")}
+
+
+def test_the_async_graph_is_stopped_too(langchain_rig: Rig) -> None:
+    r = langchain_rig
+    graph, counts = react_agent(r, REPEAT)
+    with pytest.raises(ToolLoopBlocked):
+        asyncio.run(graph.ainvoke({"messages": [("user", "go")]}, {"recursion_limit": LIMIT}))
+    assert counts == {"model": 22, "read_file": 20}
+
+
+def test_no_content_reaches_the_shared_store(redis_server: Any, prefix: str) -> None:
+    import redis
+
+    r = rig({**ON, "store": {"url": redis_server.url, "keyPrefix": prefix}})
+    client = redis.Redis.from_url(redis_server.url)
+    stored: list[bytes] = []
+    for _ in _instrumented(r):
+        graph, counts = react_agent(r, REPEAT)
+        with r.tracer.start_as_current_span("invoke_agent app"):
+            with pytest.raises(ToolLoopBlocked):
+                graph.invoke({"messages": [("user", "go")]}, {"recursion_limit": LIMIT})
+            # Read while the run is open (its end releases the scope's key).
+            for key in client.scan_iter(match=f"{prefix}*"):
+                stored.extend(client.hgetall(key).values())  # type: ignore[union-attr]
+    assert counts["model"] == 22
+    assert stored
+    for secret in (SECRET_ARG, SECRET_RESULT):
+        assert not [value for value in stored if secret.encode() in value]
+
+
+def test_the_hook_is_found_by_its_entry_point_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    from opentelemetry.util.genai.completion_hook import load_completion_hook
+
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_COMPLETION_HOOK", HOOK_NAME)
+    loaded = load_completion_hook()
+    assert isinstance(getattr(loaded, "_wrapped", loaded), LoopGuardCompletionHook)
+
+
+def test_another_hook_named_next_is_called_after_ours(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+
+    class Recorder:
+        def on_completion(self, **kwargs: Any) -> None:
+            calls.append("next")
+
+    monkeypatch.setattr("otel_loopguard.completion_hook._next_hook", lambda name: Recorder())
+    monkeypatch.setenv("OTEL_LOOPGUARD_NEXT_COMPLETION_HOOK", "upload")
+    hook = completion_hook()
+    hook.on_completion(inputs=[], outputs=[], system_instruction=[])
+    assert calls == ["next"]
