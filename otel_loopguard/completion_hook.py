@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import os
+import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
@@ -40,6 +41,7 @@ from .engine.digests import OutcomeDigest, digest_outcome
 from .engine.records import ProposedCall
 from .engine.state import Decision, ScopeState
 from .engine.verdict import Verdict
+from .otel import reader
 from .otel.annotations import Mark
 from .otel.lifecycle import mark_of
 from .otel.live import LiveSpan
@@ -95,6 +97,7 @@ class LoopGuardCompletionHook:
 
     def __init__(self, next_hook: _Hook | None = None) -> None:
         self._next = next_hook
+        self._last: weakref.ref[Runtime] | None = None
         self._calls: OrderedDict[str, ProposedCall] = OrderedDict()
         """Recent proposed calls by call id (this process's, bounded): how to read a result."""
 
@@ -109,7 +112,7 @@ class LoopGuardCompletionHook:
         log_record: Any = None,
     ) -> None:
         if span is not None:
-            runtime = runtime_of(span)
+            runtime = self._runtime_of(span)
             if runtime is not None:
                 _answered(runtime, self._judge, runtime, span, inputs, outputs)
         if self._next is not None:
@@ -122,12 +125,21 @@ class LoopGuardCompletionHook:
                 log_record=log_record,
             )
 
+    def _runtime_of(self, span: trace.Span) -> Runtime | None:
+        """The guard that sees this span: the one that saw the last, usually."""
+        last = self._last() if self._last is not None else None
+        if last is not None and last.sees(span):
+            return last
+        found = runtime_of(span)
+        self._last = None if found is None else weakref.ref(found)
+        return found
+
     def _judge(
         self, runtime: Runtime, span: trace.Span, inputs: Sequence[Any], outputs: Sequence[Any]
     ) -> None:
         live = runtime.live.entries.get(span.get_span_context().span_id)
-        operation = runtime.tool_attributes(span) or {}
-        if live is None or operation.get("gen_ai.operation.name") not in _INFERENCE:
+        operation = reader.READER.attributes(span).get("gen_ai.operation.name")
+        if live is None or operation not in _INFERENCE:
             return
         cfg = runtime.settings.for_agent(live.agent)
         if not cfg.active:
@@ -135,7 +147,9 @@ class LoopGuardCompletionHook:
         seen = _Seen(self._results(inputs, cfg), self._proposed(runtime, outputs, cfg))
         if not seen.results and not seen.calls:
             return
-        fired, judged = runtime.store.update(live.scope_key, _completion, seen, cfg, live.agent)
+        fired, judged = runtime.store.update(
+            live.scope_key, _completion, seen, cfg, live.agent, span.is_recording()
+        )
         self._annotate(runtime, span, live, fired, judged, cfg)
 
     def _results(
@@ -151,8 +165,12 @@ class LoopGuardCompletionHook:
     def _proposed(
         self, runtime: Runtime, outputs: Sequence[Any], cfg: ResolvedConfig
     ) -> list[tuple[ProposedCall, str | None]]:
+        """The calls a response proposes, digested; a call id seen before (the same response
+        given to the hook twice) is not counted again."""
         calls = []
         for name, arguments, call_id in _tool_calls(outputs):
+            if call_id is not None and call_id in self._calls:
+                continue
             call = runtime.digest.call(name, arguments, cfg)
             calls.append((call, call_id))
             if call_id is not None:
@@ -193,20 +211,18 @@ _UNKNOWN_CALL = ProposedCall(tool="", args_fp=0)
 
 
 def _completion(
-    state: ScopeState, seen: _Seen, cfg: ResolvedConfig, agent: str | None
+    state: ScopeState, seen: _Seen, cfg: ResolvedConfig, agent: str | None, shown: bool
 ) -> tuple[list[Verdict], list[tuple[ProposedCall, Decision]]]:
     """One model response on its scope's state: the outcomes of earlier calls, by call id, then
-    its new calls admitted as a batch (a call id already known is not counted again). State
+    its calls admitted as a batch (``shown``: the detections go on the response's span). State
     changes only."""
     fired = [
         verdict
         for call_id, result in seen.results
         if (verdict := state.result_of_call(call_id, result, cfg)) is not None
     ]
-    known = state.known_call_ids()
-    fresh = [(call, call_id) for call, call_id in seen.calls if call_id not in known]
-    decisions = state.ask_batch(fresh, cfg, agent) if fresh else []
-    return fired, [(call, decision) for (call, _), decision in zip(fresh, decisions, strict=True)]
+    decisions = state.ask_batch(seen.calls, cfg, agent, shown=shown) if seen.calls else []
+    return fired, list(zip((call for call, _ in seen.calls), decisions, strict=True))
 
 
 def _responses(inputs: Sequence[Any]) -> Iterable[tuple[str, object]]:

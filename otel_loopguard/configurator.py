@@ -6,6 +6,10 @@ configurator choose the processor that exports spans (1.3x and later), the guard
 it (``downstream``), so detections that complete after a span ended still reach the exporter on
 an enriched copy; on older SDKs (1.27) it is added beside the exporting processor, standalone.
 
+It also selects the guard's GenAI completion hook (``completion_hook.py``) for the official
+GenAI instrumentations, which load after configurators: loops are found there without any
+content on the spans.
+
 The configuration comes from the environment (``OTEL_LOOPGUARD_CONFIG`` and the single-field
 variables) over :data:`ZERO_CODE_DEFAULTS`: every detector on, observe-only (annotate, never
 block) unless the configuration says ``observeOnly: false``. Nothing here may stop the
@@ -18,7 +22,7 @@ from __future__ import annotations
 import inspect
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from typing import Any
 
 from opentelemetry import trace
@@ -30,11 +34,18 @@ from opentelemetry.sdk.trace import (
 )
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
+from .completion_hook import ENV_COMPLETION_HOOK, ENV_NEXT_COMPLETION_HOOK, HOOK_NAME
 from .config.environment import ZERO_CODE_DEFAULTS, config_from_env, kill_switch
 from .guard import LoopGuard
 from .processor import LoopGuardSpanProcessor
 
-__all__ = ["NAME", "ZERO_CODE_DEFAULTS", "LoopGuardConfigurator", "installed_guard"]
+__all__ = [
+    "NAME",
+    "ZERO_CODE_DEFAULTS",
+    "LoopGuardConfigurator",
+    "installed_guard",
+    "select_completion_hook",
+]
 
 NAME = "loopguard"
 """The entry point's name: the value of ``OTEL_PYTHON_CONFIGURATOR`` that selects it."""
@@ -105,6 +116,7 @@ class LoopGuardConfigurator(_OTelSDKConfigurator):
                 guard, kwargs.get("export_span_processor") or BatchSpanProcessor, wrapped
             )
         self._sdk(**kwargs)
+        select_completion_hook(environ)
         global _installed
         if wrapped:
             _installed = guard
@@ -122,6 +134,24 @@ class LoopGuardConfigurator(_OTelSDKConfigurator):
     def _sdk(self, **kwargs: Any) -> None:
         """The SDK's own set-up."""
         super()._configure(**kwargs)  # type: ignore[no-untyped-call]  # unannotated in the SDK
+
+
+def select_completion_hook(environ: MutableMapping[str, str]) -> None:
+    """Select the guard's GenAI completion hook for the official GenAI instrumentations
+    (``opentelemetry-util-genai``, which takes one hook, by name), before they load. A hook
+    the application selected already is called after ours."""
+    chosen = environ.get(ENV_COMPLETION_HOOK, "").strip()
+    if chosen == HOOK_NAME:
+        return
+    if chosen and not environ.get(ENV_NEXT_COMPLETION_HOOK, "").strip():
+        environ[ENV_NEXT_COMPLETION_HOOK] = chosen
+        _logger.info(
+            "otel-loopguard: %s=%s is called after the loopguard completion hook (%s)",
+            ENV_COMPLETION_HOOK,
+            chosen,
+            ENV_NEXT_COMPLETION_HOOK,
+        )
+    environ[ENV_COMPLETION_HOOK] = HOOK_NAME
 
 
 def _owning(

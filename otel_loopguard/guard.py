@@ -144,9 +144,9 @@ class LoopGuard:
         # Where the detection is shown: the call's own span; for an ask, the span the agent
         # asked from (its run's, usually), else the nearest live one above it. Only where
         # there is none does the span that adopts the call show it.
-        here: trace.Span | None = current if current.is_recording() else None
-        if here is None and not in_span and live is not None:
-            here = live.span()
+        here = current if in_span and current.is_recording() else None
+        if not in_span:
+            here = _shown_on(current, live)
         if in_span:
             decision = self._store.update(
                 scope_key, ScopeState.for_span, context.span_id, call, cfg, call_id, agent
@@ -248,15 +248,17 @@ class LoopGuard:
         proposed = [
             (runtime.digest.call(name, args, cfg), call_id) for name, args, call_id in batch
         ]
-        decisions = self._store.update(scope_key, ScopeState.ask_batch, proposed, cfg, agent)
+        # No span of these calls exists yet: shown on the span the agent asked from.
+        here = _shown_on(current, live)
+        decisions = self._store.update(
+            scope_key, ScopeState.ask_batch, proposed, cfg, agent, shown=here is not None
+        )
         for (name, _, _), decision in zip(batch, decisions, strict=True):
             mark = mark_of(decision, name)
             if mark is None or not mark.signal:
                 continue
-            # No span of these calls exists yet: a block goes on the span the agent asked
-            # from (no call of the batch is to run), a warning on the span that adopts it.
-            if decision.verdict.blocked and current.is_recording():
-                runtime.annotator.on_live_span(current, mark)
+            if here is not None:
+                runtime.annotator.on_live_span(here, mark)
             else:
                 runtime.annotator.signal(mark, context)
             if decision.verdict.aborted:
@@ -372,6 +374,15 @@ def _store_of(g: GlobalSettings) -> Store:
 
 class _Misuse(ValueError):
     """A call of the agent-facing API that cannot be answered: raised to the caller."""
+
+
+def _shown_on(current: trace.Span, live: LiveSpan | None) -> trace.Span | None:
+    """Where an ask's detection is shown: the span the agent asked from, else the nearest
+    live span above it; ``None`` when there is none (the span adopting the call shows it)."""
+    if current.is_recording():
+        return current
+    span = live.span() if live is not None else None
+    return span if span is not None and span.is_recording() else None
 
 
 def _scope_key(scope: str | None, live: LiveSpan | None, context: trace.SpanContext) -> str:

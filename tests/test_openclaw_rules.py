@@ -471,7 +471,11 @@ def test_check_batch_blocks_the_whole_batch_and_annotates_it_once() -> None:
         verdicts = guard.check_batch([("ls", {}), ("read", {"path": "a"}, "call-9")])
     assert [v.blocked for v in verdicts] == [True, True]
     agent = next(s for s in exporter.get_finished_spans() if s.name == "invoke_agent")
-    assert [e["loopguard.detector"] for e in loop_events(agent)] == ["generic_repeat"]
+    # The 11th ask's warning, then the batch's block once (not once per call it blocks).
+    assert [(e["loopguard.detector"], e["loopguard.action"]) for e in loop_events(agent)] == [
+        ("generic_repeat", "warn"),
+        ("generic_repeat", "block"),
+    ]
 
 
 @pytest.mark.parametrize(

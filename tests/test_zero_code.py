@@ -260,3 +260,44 @@ def test_a_detection_after_the_span_ended_reaches_the_exporter(tmp_path: Path) -
         assert loop_events(third)[0]["loopguard.detector"] == "compaction_loop_persisted"
     else:  # SDK 1.27: standalone, the event goes on the nearest live ancestor
         assert loop_events(agent)[0]["loopguard.detector"] == "compaction_loop_persisted"
+
+
+# -- the GenAI completion hook ----------------------------------------------------------------
+
+HOOK_APP = """
+import os
+print("hook:", os.environ.get("OTEL_INSTRUMENTATION_GENAI_COMPLETION_HOOK"))
+print("next:", os.environ.get("OTEL_LOOPGUARD_NEXT_COMPLETION_HOOK"))
+print("app done")
+"""
+
+
+def test_zero_code_selects_the_completion_hook_for_the_genai_instrumentations(
+    tmp_path: Path,
+) -> None:
+    with OtlpReceiver() as receiver:
+        out = run_app(
+            tmp_path, receiver, HOOK_APP, capture_stdout=True, OTEL_PYTHON_CONFIGURATOR="loopguard"
+        )
+    assert "hook: loopguard" in out
+    assert "next: None" in out
+
+
+def test_zero_code_chains_a_completion_hook_the_application_chose(tmp_path: Path) -> None:
+    with OtlpReceiver() as receiver:
+        out = run_app(
+            tmp_path,
+            receiver,
+            HOOK_APP,
+            capture_stdout=True,
+            OTEL_PYTHON_CONFIGURATOR="loopguard",
+            OTEL_INSTRUMENTATION_GENAI_COMPLETION_HOOK="upload",
+        )
+    assert "hook: loopguard" in out
+    assert "next: upload" in out
+
+
+def test_without_zero_code_the_completion_hook_is_left_alone(tmp_path: Path) -> None:
+    with OtlpReceiver() as receiver:
+        out = run_app(tmp_path, receiver, HOOK_APP, capture_stdout=True)
+    assert "hook: None" in out

@@ -106,9 +106,15 @@ class ScopeState:
         return decision
 
     def ask_batch(
-        self, calls: list[tuple[ProposedCall, str | None]], cfg: ResolvedConfig, agent: str | None
+        self,
+        calls: list[tuple[ProposedCall, str | None]],
+        cfg: ResolvedConfig,
+        agent: str | None,
+        *,
+        shown: bool = False,
     ) -> list[Decision]:
-        """Point 1 for the calls of one model response, as OpenClaw admits a batch.
+        """Point 1 for the calls of one model response, as OpenClaw admits a batch (``shown``:
+        its detections go on the span it was asked from, as in :meth:`ask`).
 
         Each call is judged after the ones before it (those count as blocked calls, the most
         they can add to a streak). If one is critical, the whole batch is blocked before any
@@ -121,7 +127,10 @@ class ScopeState:
         projected = list(self.history)
         found: list[tuple[Verdict, bool, Verdict | None] | None] = []
         for earlier, (call, _) in enumerate(calls):
-            finding = evaluate(projected, call, cfg, pending=earlier)
+            # The first call is judged on the window itself, whose counts let most calls skip
+            # the detectors' walks.
+            counts = self.counts if earlier == 0 else None
+            finding = evaluate(projected, call, cfg, counts, pending=earlier)
             if finding is None:
                 found.append(None)
             else:
@@ -140,7 +149,7 @@ class ScopeState:
             if item is not None:
                 verdict, annotate, intended = item
                 decision = Decision(verdict, annotate, record=record, intended=intended)
-            self._remember_ask(call, call_id, decision)
+            self._remember_ask(call, call_id, decision, shown=shown)
             decisions.append(decision)
         return decisions
 
@@ -263,13 +272,6 @@ class ScopeState:
             None,
         )
         return None if record is None else self._fill(record, result, cfg)
-
-    def known_call_ids(self) -> set[str | None]:
-        """The call ids of open asks and of the window's records still waiting for a result."""
-        ids: set[str | None] = {ask.call_id for ask in self.asks}
-        ids.update(record.call_id for record in self.history)
-        ids.discard(None)
-        return ids
 
     def _fill(
         self, record: CallRecord, result: OutcomeDigest, cfg: ResolvedConfig

@@ -35,12 +35,7 @@ _RUNTIMES: weakref.WeakSet[Runtime] = weakref.WeakSet()
 
 def runtime_of(span: trace.Span) -> Runtime | None:
     """The runtime of the guard whose processor tracks this live span, if one does."""
-    span_id = span.get_span_context().span_id
-    for runtime in list(_RUNTIMES):
-        live = runtime.live.entries.get(span_id)
-        if live is not None and live.span_id == span_id:
-            return runtime
-    return None
+    return next((runtime for runtime in list(_RUNTIMES) if runtime.sees(span)), None)
 
 
 class Runtime:
@@ -72,6 +67,12 @@ class Runtime:
         """The tracer ``@guard.tool`` makes its spans with."""
         provider = self._tracer_provider or trace.get_tracer_provider()
         return provider.get_tracer("otel_loopguard")
+
+    def sees(self, span: trace.Span) -> bool:
+        """Whether this guard's processor tracks this live span as its own."""
+        span_id = span.get_span_context().span_id
+        live = self.live.entries.get(span_id)
+        return live is not None and live.span_id == span_id
 
     def tool_span_started(self, span: trace.Span) -> None:
         """Say once when a ``@guard.tool`` span reaches none of this guard's processors: the

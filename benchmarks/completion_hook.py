@@ -1,0 +1,119 @@
+"""The GenAI completion hook's cost per inference, measured in one run against the same
+inferences without it.
+
+Each round runs ``n`` inferences through ``opentelemetry-util-genai``'s own ``TelemetryHandler``
+(as the official GenAI instrumentations do), on a ``TracerProvider`` whose
+``LoopGuardSpanProcessor`` owns an OTLP-encoding ``BatchSpanProcessor`` (see ``overhead.py``):
+with the ``loopguard`` hook, and without any hook. Every inference is a turn of an agent's
+conversation, content capture off: its request holds the history (the last tool result among
+it), its response proposes the next tool call, a different one each turn (a healthy agent: the
+hook digests a call and a result per inference, and nothing fires). Rounds run in pairs, back to
+back, in alternating order; the figure is the median of the pairs' CPU-time ratios.
+
+Run: python3 benchmarks/completion_hook.py [--rounds N] [--quick]
+Target: the hook adds <= 5 % to an inference span's cost (ratio <= 1.05).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import itertools
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.util.genai.handler import TelemetryHandler
+from opentelemetry.util.genai.types import (
+    InputMessage,
+    OutputMessage,
+    TextPart,
+    ToolCallRequestPart,
+    ToolCallResponsePart,
+)
+from overhead import provider
+
+from otel_loopguard.completion_hook import LoopGuardCompletionHook
+
+TURNS = itertools.count()
+RESULT = "\n".join(
+    f"line {n}: def function_{n}(): return {n}  # a line of the file" for n in range(30)
+)
+
+
+def conversation(turn: int) -> tuple[list[InputMessage], list[OutputMessage]]:
+    """A request with a short history (the previous call and its result) and its response."""
+    previous = ToolCallRequestPart(
+        name="read_file", arguments={"path": f"src/module_{turn - 1}.py"}, id=f"call_{turn - 1}"
+    )
+    inputs = [
+        InputMessage(role="system", parts=[TextPart(content="You are a careful coding agent.")]),
+        InputMessage(role="user", parts=[TextPart(content="Summarise every module of src/.")]),
+        InputMessage(role="assistant", parts=[previous]),
+        InputMessage(
+            role="tool",
+            parts=[ToolCallResponsePart(response=f"{RESULT} ({turn})", id=f"call_{turn - 1}")],
+        ),
+    ]
+    call = ToolCallRequestPart(
+        name="read_file", arguments={"path": f"src/module_{turn}.py"}, id=f"call_{turn}"
+    )
+    return inputs, [OutputMessage(role="assistant", parts=[call], finish_reason="tool_calls")]
+
+
+def inferences(handler: TelemetryHandler, n: int) -> None:
+    for _ in range(n):
+        turn = next(TURNS)
+        inputs, outputs = conversation(turn)
+        invocation = handler.inference("bench-provider", request_model="model-1")
+        invocation.input_messages = inputs
+        invocation.output_messages = outputs
+        invocation.input_tokens, invocation.output_tokens = 1200, 40
+        invocation.stop()
+
+
+def timed(tp: TracerProvider, handler: TelemetryHandler, n: int) -> float:
+    with tp.get_tracer("bench").start_as_current_span("invoke_agent bench"):
+        start = time.process_time_ns()
+        inferences(handler, n)
+        tp.force_flush()
+        return (time.process_time_ns() - start) / n
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=101, help="pairs of rounds (median)")
+    parser.add_argument("--quick", action="store_true", help="a fifth of the work: a smoke run")
+    args = parser.parse_args()
+    rounds = max(5, args.rounds // 5) if args.quick else args.rounds
+    n = 40
+    sides: dict[bool, tuple[TracerProvider, TelemetryHandler]] = {}
+    for hooked in (True, False):
+        tp, _ = provider(True, "otlp")
+        hook: Any = LoopGuardCompletionHook() if hooked else None
+        sides[hooked] = (tp, TelemetryHandler(tracer_provider=tp, completion_hook=hook))
+    for tp, handler in sides.values():  # warm-up
+        timed(tp, handler, n)
+    times: dict[bool, list[float]] = {True: [], False: []}
+    pairs = []
+    gc.collect()
+    for round_ in range(rounds):
+        for side in (True, False) if round_ % 2 == 0 else (False, True):
+            times[side].append(timed(*sides[side], n))
+        pairs.append(times[True][-1] / times[False][-1])
+    without, with_ = statistics.median(times[False]), statistics.median(times[True])
+    print(
+        f"{'inference span, completion hook [otlp]':<44} {without / 1000:8.2f} us -> "
+        f"{with_ / 1000:8.2f} us   ratio {statistics.median(pairs):5.3f}   (target <= 1.05)"
+    )
+    for tp, _ in sides.values():
+        tp.shutdown()
+
+
+if __name__ == "__main__":
+    main()
