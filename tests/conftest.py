@@ -16,6 +16,10 @@ from .redis_server import RedisServer
 
 os.environ["OTEL_LOOPGUARD_STRICT"] = "true"
 
+# Each framework's suite runs in an environment of its own (tests/frameworks/run.py), never in
+# the core suite's.
+collect_ignore = [] if os.environ.get("OTEL_LOOPGUARD_FRAMEWORK_SUITE") else ["frameworks"]
+
 
 @pytest.fixture
 def exporter() -> InMemorySpanExporter:
