@@ -4,7 +4,7 @@ The tests install ``openclaw@2026.9.6`` with npm (once, into a cache directory),
 detector, admission and post-compaction guard from a small Node harness, and replay the same
 calls through otel-loopguard. Under ``profile: openclaw`` (escalation off, as the issue's
 comparison has it: OpenClaw's escalation lives in its runner) every verdict must be equal;
-under the default profile every difference must be one the README's table lists.
+under the default profile every difference must be one the table of docs/profiles.md lists.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from .openclaw.conformance import (
     random_scenarios,
 )
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+PROFILES = Path(__file__).resolve().parent.parent / "docs" / "profiles.md"
 OPENCLAW = {"enabled": True, "profile": "openclaw", "abortAfterCriticals": 0}
 DEFAULT = {"enabled": True, "abortAfterCriticals": 0}
 SEEDS = (11, 12, 13)
@@ -149,10 +149,11 @@ def test_the_default_profile_differs_only_where_the_readme_says(
     } <= rows
 
 
-def _readme_rows() -> list[str]:
-    text = README.read_text()
-    section = text[text.index("## Profiles") :]
-    section = section[: section.index("\n## ", 4)]
+def _table_rows() -> list[str]:
+    text = PROFILES.read_text()
+    section = text[text.index("# Profiles") :]
+    end = section.find("\n## ", 4)
+    section = section if end < 0 else section[:end]
     return [
         match.group(1).strip()
         for match in re.finditer(r"^\| ([^|]+?) \|", section, re.MULTILINE)
@@ -160,12 +161,12 @@ def _readme_rows() -> list[str]:
     ][1:]  # the header row
 
 
-def test_the_readme_table_lists_every_difference_and_nothing_else() -> None:
-    assert sorted(_readme_rows()) == sorted(DIFFERENCES)
+def test_the_profiles_table_lists_every_difference_and_nothing_else() -> None:
+    assert sorted(_table_rows()) == sorted(DIFFERENCES)
 
 
-def test_the_pinned_version_is_the_one_the_readme_names() -> None:
-    assert f"openclaw@{OPENCLAW_VERSION}" in README.read_text()
+def test_the_pinned_version_is_the_one_the_docs_name() -> None:
+    assert f"openclaw@{OPENCLAW_VERSION}" in PROFILES.read_text()
 
 
 def _settings_row(change: dict[str, Any]) -> dict[str, Any]:
