@@ -25,6 +25,7 @@ __all__ = [
     "is_agent_span",
     "is_compaction",
     "is_tool_span",
+    "names_tool",
     "read_call",
     "relevant_keys",
     "result_in_events",
@@ -164,6 +165,12 @@ def _tool_name(attributes: Mapping[str, Any], span_name: str) -> str | None:
         name = name[: -len(".tool")]
     name = name.strip()
     return bounded(name) if name else None
+
+
+def names_tool(attributes: Mapping[str, Any]) -> bool:
+    """Whether a span names its tool in an attribute (not only in its span name, which is a
+    guess: OpenInference names CrewAI's tool spans ``read_file.run``)."""
+    return _first_text(attributes, _TOOL_NAME) is not None
 
 
 def read_call(attributes: Mapping[str, Any], span_name: str) -> ToolCallView | None:

@@ -211,7 +211,9 @@ class Lifecycle:
             return
         view = conventions.read_call(attributes, fields.name)
         live.tool_span = True
-        live.tool = view.tool if view is not None else None
+        # A name read only from the span's name at its start is a guess: unknown until the
+        # span names its tool, so a tool span nested in it is taken as its call.
+        live.tool = view.tool if view is not None and conventions.names_tool(attributes) else None
         outer = live.outer = self.live.enclosing_tool(inherited)
         if outer is not None and outer.evaluated is not None and outer.same_call(live.tool):
             # A second span of the outer span's call: one call, counted and annotated once.
