@@ -11,11 +11,13 @@ from dataclasses import dataclass, field, replace
 from typing import NamedTuple, Protocol
 
 from ..config.settings import ResolvedConfig
+from . import spending
 from .compaction import CompactionGuard
 from .detectors import Finding, evaluate
 from .digests import OutcomeDigest
 from .messages import abort_message
 from .records import CallRecord, ProposedCall
+from .usage import NOTHING_SPENT, Usage
 from .verdict import OK, Verdict
 
 __all__ = ["Decision", "ScopeState"]
@@ -45,6 +47,13 @@ class Decision(NamedTuple):
     record: CallRecord | None = None
     intended: Verdict | None = None
     new: bool = True
+    loop: Usage | None = None
+    """What the detected loop cost: spent since its first call was made."""
+    burned: Usage | None = None
+    """The part of ``loop`` no earlier detection of the scope counted (the loop-tokens
+    counter's increment)."""
+    model: str | None = None
+    """The model of the scope's latest model call, when the loop cost anything."""
 
 
 @dataclass(slots=True)
@@ -77,6 +86,20 @@ class ScopeState:
     last_used: float = 0.0
     tally: _Counter | None = None
     """The store's running total of records, kept as the window grows."""
+    usage: Usage = NOTHING_SPENT
+    """What the scope's model calls spent in all (a running total, replaced at each call)."""
+    calls: int = 0
+    """Tool calls evaluated in the scope (a ``toolCalls`` budget counts them)."""
+    first_model_call: float | None = None
+    latest_model_call: float = 0.0
+    """When the scope's first model call started and its latest ended (seconds since the epoch,
+    as the spans say): a ``seconds`` budget counts from one to the other."""
+    budget_warned: tuple[str, ...] = ()
+    """The budgets a warning was given for (once each)."""
+    loop_counted: Usage = NOTHING_SPENT
+    """The total up to which loop costs were counted (the counter never counts a token twice)."""
+    model: str | None = None
+    """The model of the scope's latest model call."""
 
     # -- evaluation points -------------------------------------------------------------------
 
@@ -338,22 +361,60 @@ class ScopeState:
         self, call: ProposedCall, cfg: ResolvedConfig, call_id: str | None, agent: str | None
     ) -> Decision:
         finding = evaluate(self.history, call, cfg, self.counts)
+        if cfg.budget is not None:  # judged on the calls made before this one
+            finding = spending.within_budget(self, finding, cfg, call.tool)
+        self.calls += 1
         record = CallRecord(tool=call.tool, args_fp=call.args_fp, call_id=call_id, agent=agent)
         if finding is None:  # most calls: nothing fired
             self._append(record)
             return Decision(verdict=OK, annotate=False, record=record)
         verdict, intended = self._decided(finding.verdict, cfg)
+        start = spending.loop_start(self.history, finding, call) if self.usage.tokens else None
         if verdict.blocked:
             self._veto(record, verdict, cfg)
         self._append(record)
         if verdict.aborted:
             self.abort = verdict
+        annotate = self._should_annotate(finding, cfg)
+        loop = burned = None
+        if start is not None:
+            loop = self.usage.since(start)
+            if annotate:  # logged and counted: the counter's share is what no earlier one had
+                burned = self.usage.since(start.latest(self.loop_counted))
+                self.loop_counted = self.usage
         return Decision(
             verdict=verdict,
-            annotate=self._should_annotate(finding, cfg),
+            annotate=annotate,
             record=record,
             intended=intended,
+            loop=loop,
+            burned=burned,
+            model=self.model if loop is not None else None,
         )
+
+    def spend(
+        self,
+        usage: Usage,
+        model: str | None,
+        started: float,
+        ended: float,
+        cfg: ResolvedConfig,
+    ) -> Verdict | None:
+        """A model call of the scope ended (its span's times, in seconds since the epoch) having
+        spent ``usage``; the budget verdict it brings, if any (an abort is the scope's flag)."""
+        self.usage = self.usage.plus(usage)
+        self.model = model or self.model
+        if self.first_model_call is None or started < self.first_model_call:
+            self.first_model_call = started
+        self.latest_model_call = max(self.latest_model_call, ended)
+        if cfg.budget is None or self.abort is not None or not cfg.active:
+            return None
+        found = spending.within_budget(self, None, cfg, None)
+        if found is None:
+            return None
+        if found.verdict.aborted and not cfg.observe_only:
+            self.abort = found.verdict
+        return found.verdict
 
     def _decided(self, verdict: Verdict, cfg: ResolvedConfig) -> tuple[Verdict, Verdict | None]:
         """A detector's verdict as given: escalated if critical, and in observe-only mode a
@@ -402,6 +463,7 @@ class ScopeState:
                 del counts[evicted]
         elif self.tally is not None:
             self.tally.records += 1
+        record.spent = self.usage
         history.append(record)
         fp = record.args_fp
         counts[fp] = counts.get(fp, 0) + 1
