@@ -326,3 +326,15 @@ def test_replay_gives_the_live_runs_loop_tokens_and_what_the_stop_saved(tmp_path
                 break
             tool_span(live.tracer, "read_file", {"path": "a"}, "same")
     assert sum(_loop_tokens(live).values()) == 2310
+
+
+def test_the_docs_configurations_load() -> None:
+    import json
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "cost-and-budgets.md").read_text()
+    blocks = re.findall(r"```json\n(.*?)```", page, re.DOTALL)
+    assert len(blocks) == 2
+    for block in blocks:
+        LoopGuard(json.loads(block))
