@@ -8,7 +8,7 @@ own: the store's lock guards every method call.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from ..config.settings import ResolvedConfig
 from . import spending
@@ -148,33 +148,51 @@ class ScopeState:
         if self.abort is not None:
             return [self._aborted() for _ in calls]
         projected = list(self.history)
-        found: list[tuple[Verdict, bool, Verdict | None] | None] = []
+        found: list[Decision | None] = []
         for earlier, (call, _) in enumerate(calls):
             # The first call is judged on the window itself, whose counts let most calls skip
             # the detectors' walks.
             counts = self.counts if earlier == 0 else None
             finding = evaluate(projected, call, cfg, counts, pending=earlier)
+            if cfg.budget is not None:
+                finding = spending.within_budget(self, finding, cfg, call.tool)
+            self.calls += 1
             if finding is None:
                 found.append(None)
             else:
                 verdict, intended = self._decided(finding.verdict, cfg)
+                start = spending.loop_start(projected, finding, call) if self.usage.tokens else None
                 if verdict.blocked:
-                    return self._block_batch(calls, call, verdict, cfg, agent)
+                    return self._block_batch(calls, call, verdict, cfg, agent, start)
                 # De-duplicated as it is judged, as OpenClaw does: a warning of a batch that a
                 # later call blocks still counts as given.
-                found.append((verdict, self._should_annotate(finding, cfg), intended))
+                annotate = self._should_annotate(finding, cfg)
+                found.append(
+                    Decision(verdict, annotate, intended=intended, **self._costs(start, annotate))
+                )
             projected.append(CallRecord(tool=call.tool, args_fp=call.args_fp, outcome="veto"))
         decisions: list[Decision] = []
-        for (call, call_id), item in zip(calls, found, strict=True):
+        for (call, call_id), judged in zip(calls, found, strict=True):
             record = CallRecord(tool=call.tool, args_fp=call.args_fp, call_id=call_id, agent=agent)
             self._append(record)
-            decision = Decision(verdict=OK, annotate=False, record=record)
-            if item is not None:
-                verdict, annotate, intended = item
-                decision = Decision(verdict, annotate, record=record, intended=intended)
+            if judged is None:
+                decision = Decision(verdict=OK, annotate=False, record=record)
+            else:
+                decision = judged._replace(record=record)
             self._remember_ask(call, call_id, decision, shown=shown)
             decisions.append(decision)
         return decisions
+
+    def _costs(self, start: Usage | None, annotate: bool) -> dict[str, Any]:
+        """What a detection's loop cost (``start``: the total when its first call was made),
+        and, for one that is logged and counted, the share no earlier one counted."""
+        if start is None:
+            return {}
+        burned = None
+        if annotate:
+            burned = self.usage.since(start.latest(self.loop_counted))
+            self.loop_counted = self.usage
+        return {"loop": self.usage.since(start), "burned": burned, "model": self.model}
 
     def _block_batch(
         self,
@@ -183,7 +201,9 @@ class ScopeState:
         verdict: Verdict,
         cfg: ResolvedConfig,
         agent: str | None,
+        start: Usage | None,
     ) -> list[Decision]:
+        costs = self._costs(start, annotate=True)
         decisions: list[Decision] = []
         for call, call_id in calls:
             record: CallRecord | None = None
@@ -195,6 +215,8 @@ class ScopeState:
                 self._append(record)
             # One detection for the batch: the first call it blocks carries the event.
             decision = Decision(verdict=verdict, annotate=not decisions, record=record)
+            if not decisions:
+                decision = decision._replace(**costs)
             if decisions:
                 decision = decision._replace(new=False)
             self._remember_ask(call, call_id, decision)
@@ -376,20 +398,12 @@ class ScopeState:
         if verdict.aborted:
             self.abort = verdict
         annotate = self._should_annotate(finding, cfg)
-        loop = burned = None
-        if start is not None:
-            loop = self.usage.since(start)
-            if annotate:  # logged and counted: the counter's share is what no earlier one had
-                burned = self.usage.since(start.latest(self.loop_counted))
-                self.loop_counted = self.usage
         return Decision(
             verdict=verdict,
             annotate=annotate,
             record=record,
             intended=intended,
-            loop=loop,
-            burned=burned,
-            model=self.model if loop is not None else None,
+            **self._costs(start, annotate),
         )
 
     def spend(
