@@ -190,7 +190,9 @@ class LoopGuardCompletionHook:
     ) -> None:
         """The detections on the response's span (still open), logged and counted once."""
         marks = [
-            mark for call, decision in judged if (mark := mark_of(decision, call.tool)) is not None
+            mark
+            for call, decision in judged
+            if (mark := mark_of(decision, call.tool, runtime.currency)) is not None
         ]
         for verdict in fired:  # the post-compaction guard, as a result arrived
             intended = verdict if cfg.observe_only else None

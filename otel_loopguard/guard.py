@@ -157,7 +157,7 @@ class LoopGuard:
             )
         if in_span and own is not None:
             own.evaluated, own.verdict, own.cfg = call, decision.verdict, cfg
-        mark = mark_of(decision, name)
+        mark = mark_of(decision, name, self._runtime.currency)
         if mark is None:
             return decision.verdict
         if here is not None and (in_span or mark.signal):
@@ -184,7 +184,7 @@ class LoopGuard:
         decision = self._store.update(scope_key, ScopeState.adopt_ask, span_id, view.call_id)
         if decision is None:
             return None
-        mark = mark_of(decision, view.tool)
+        mark = mark_of(decision, view.tool, self._runtime.currency)
         if mark is not None and span.is_recording():
             self._runtime.annotator.on_live_span(span, mark)
         return decision.verdict
@@ -254,7 +254,7 @@ class LoopGuard:
             scope_key, ScopeState.ask_batch, proposed, cfg, agent, shown=here is not None
         )
         for (name, _, _), decision in zip(batch, decisions, strict=True):
-            mark = mark_of(decision, name)
+            mark = mark_of(decision, name, self._runtime.currency)
             if mark is None or not mark.signal:
                 continue
             if here is not None:

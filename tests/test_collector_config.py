@@ -74,7 +74,7 @@ def test_the_alert_rules_pass_promtool_check_rules() -> None:
         text=True,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "SUCCESS: 3 rules found" in result.stdout
+    assert "SUCCESS: 4 rules found" in result.stdout
 
 
 def test_the_prometheus_config_passes_promtool_check_config() -> None:
@@ -109,8 +109,20 @@ def test_the_dashboard_shows_one_metric_at_a_time_never_their_sum() -> None:
     expressions = [t["expr"] for p in dashboard["panels"] for t in p["targets"] if "expr" in t]
     assert expressions
     for expression in expressions:
+        if "loopguard_loop_tokens_total" in expression:
+            continue  # the loop-tokens counter: the applications' own, one metric
         assert '__name__="$metric"' in expression
         assert "loopguard_loop_detected_events_total" not in expression
+
+
+def test_the_dashboard_shows_tokens_in_loops_and_budget_stops() -> None:
+    dashboard = json.loads((CONFIG / "grafana" / "dashboards" / "loopguard.json").read_text())
+    titles = {p["title"]: p for p in dashboard["panels"]}
+    loops = " ".join(t["expr"] for t in titles["Tokens spent inside loops, by detector"]["targets"])
+    assert "sum by (loopguard_detector, gen_ai_token_type)" in loops
+    assert "loopguard_loop_tokens_total" in loops
+    stops = titles["Runs stopped by a budget (1h)"]["targets"][0]["expr"]
+    assert 'loopguard_detector="budget_exceeded"' in stops
 
 
 def test_alerts_group_by_the_agents_service_not_the_scrape_target() -> None:

@@ -56,7 +56,9 @@ def langchain_rig() -> Iterator[Rig]:
     yield from _instrumented(rig(ON))
 
 
-def react_agent(r: Rig, script: list[tuple[str, dict[str, str]]]) -> tuple[Any, Counter[str]]:
+def react_agent(
+    r: Rig, script: list[tuple[str, dict[str, str]]], usage: dict[str, int] | None = None
+) -> tuple[Any, Counter[str]]:
     """LangGraph's ``create_react_agent`` over a model that proposes ``script``'s calls in turn,
     forever, behind the LangGraph adapter (``guarded_tool_node``); counts model calls and tool
     runs."""
@@ -86,9 +88,11 @@ def react_agent(r: Rig, script: list[tuple[str, dict[str, str]]]) -> tuple[Any, 
             name, arguments = script[counts["model"] % len(script)]
             counts["model"] += 1
             call = {"name": name, "args": arguments, "id": f"call_{counts['model']}"}
-            return ChatResult(
-                generations=[ChatGeneration(message=AIMessage("", tool_calls=[call]))]
-            )
+            metadata = None
+            if usage is not None:
+                metadata = {**usage, "total_tokens": sum(usage.values())}
+            message = AIMessage("", tool_calls=[call], usage_metadata=metadata)
+            return ChatResult(generations=[ChatGeneration(message=message)])
 
     @tool
     def read_file(path: str) -> str:
@@ -396,3 +400,27 @@ def test_openai_agents_unknown_tool_ends_the_run_within_12_model_calls(agents_ri
     stop, counts = _agents_run(agents_rig, MISSING)
     assert type(stop).__name__ == "ModelBehaviorError"
     assert counts["model"] <= 12
+
+
+def test_a_detection_carries_the_tokens_the_instrumented_model_calls_reported(
+    langchain_rig: Rig,
+) -> None:
+    """Usage as the official LangChain instrumentation records it on its chat spans (the model
+    reports 100 input and 10 output tokens a call): the warning at the 11th proposal carries
+    what the model calls inside the loop spent."""
+    r = langchain_rig
+    graph, _ = react_agent(r, REPEAT, usage={"input_tokens": 100, "output_tokens": 10})
+    with (
+        r.tracer.start_as_current_span("invoke_agent app"),
+        pytest.raises(ToolLoopBlocked),
+    ):
+        graph.invoke({"messages": [("user", "go")]}, {"recursion_limit": LIMIT})
+    chats = [s for s in r.spans() if s.name.startswith("chat ")]
+    assert chats[0].attributes["gen_ai.usage.input_tokens"] == 100
+    (warning,) = [e for s in chats for e in loop_events(s) if e["loopguard.level"] == "warning"]
+    # Judged as the 11th response arrived, before its own span ended: the 1st to 10th model
+    # calls' usage (the hook saw the loop's first call as the 1st model call proposed it).
+    assert (warning["loopguard.loop.input_tokens"], warning["loopguard.loop.output_tokens"]) == (
+        1000,
+        100,
+    )

@@ -12,7 +12,7 @@ import argparse
 import os
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import groupby
 from typing import Any
@@ -20,7 +20,8 @@ from typing import Any
 from ..config.loading import load_config
 from ..config.model import LoopGuardConfig
 from ..config.settings import resolve
-from ..engine.replay import COMPACTION, Call, Compaction, replay_events
+from ..engine.replay import Call, Compaction, Spent, replay_events
+from ..engine.usage import NOTHING_SPENT, Usage
 from ..engine.verdict import COMPACTION_DETECTOR, Verdict
 from ..otel.otlp_file import OtlpFileError, RecordedSpan, read_spans
 from ..otel.recorded import RecordedCall, RecordedRun, runs_of
@@ -82,6 +83,12 @@ class _Outcome:
     """The calls with a non-ok verdict, up to the abort."""
     aborted_at: int | None
     calls: int
+    spent: Usage = NOTHING_SPENT
+    """What the run's model calls spent, as recorded."""
+    in_loops: Usage = NOTHING_SPENT
+    """What was spent inside the loops detected."""
+    saved: Usage | None = None
+    """What was spent after the point where the guard would have stopped the run."""
 
 
 def main(args: argparse.Namespace) -> int:
@@ -118,29 +125,50 @@ def _replay_all(spans: Sequence[RecordedSpan], config: LoopGuardConfig) -> list[
 
 
 def _replay(run: RecordedRun, config: LoopGuardConfig) -> _Outcome:
-    items: list[Call | Compaction] = [
-        item.call if isinstance(item, RecordedCall) else COMPACTION for item in run.items
+    items: list[Call | Compaction | Spent] = [
+        item.call if isinstance(item, RecordedCall) else item for item in run.items
     ]
+    replayed = iter(replay_events(items, config))
     calls = run.calls
     steps: list[_Step] = []
     aborted_at = None
-    for number, replayed in enumerate(replay_events(items, config), 1):
-        tool = calls[number - 1].call.tool
-        verdict = replayed.verdict
+    spent = in_loops = NOTHING_SPENT
+    at_stop: Usage | None = None
+    number = 0
+    for item in run.items:
+        if isinstance(item, Spent):
+            spent = spent.plus(item.usage)
+        if not isinstance(item, RecordedCall):
+            continue
+        number += 1
+        event = next(replayed)
+        if event.burned is not None:
+            in_loops = in_loops.plus(event.burned)
+        verdict = event.verdict
         if verdict.level != "ok" or verdict.blocked:
-            steps.append(_Step(number, tool, verdict))
+            steps.append(_Step(number, item.call.tool, verdict))
             if verdict.aborted:
-                aborted_at = number
+                aborted_at, at_stop = number, spent
                 break  # the run stops here: the calls after it would not have been made
         # The post-compaction guard fires as a call completes: shown on that call, whose span
         # carries it; the run stops after it (observe-only: it would have).
-        fired = replayed.completed
+        fired = event.completed
         if fired is not None:
-            steps.append(_Step(number, tool, fired))
+            steps.append(_Step(number, item.call.tool, fired))
             if fired.aborted:
-                aborted_at = number
+                aborted_at, at_stop = number, spent
                 break
-    return _Outcome(run, steps, aborted_at, len(calls))
+    total = NOTHING_SPENT
+    for item in run.items:
+        if isinstance(item, Spent):
+            total = total.plus(item.usage)
+    saved = None if at_stop is None else total.since(at_stop)
+    return _Outcome(run, steps, aborted_at, len(calls), total, in_loops, saved)
+
+
+def _tokens(usage: Usage) -> str:
+    cost = f" (cost {usage.cost:.4g})" if usage.cost else ""
+    return f"{usage.tokens} tokens{cost}"
 
 
 def _label(verdict: Verdict) -> str:
@@ -191,6 +219,12 @@ def _run_lines(outcome: _Outcome) -> list[str]:
         )
     elif not outcome.steps:
         lines.append("    nothing would have fired")
+    if outcome.spent.tokens:
+        saved = "" if outcome.saved is None else f"; {_tokens(outcome.saved)} after the stop"
+        lines.append(
+            f"    tokens: {_tokens(outcome.spent)} in model calls, "
+            f"{_tokens(outcome.in_loops)} inside loops{saved}"
+        )
     return lines
 
 
@@ -261,4 +295,23 @@ def _summary(results: Sequence[tuple[str, list[_Outcome]]], files: Sequence[str]
             f"  {prefix}runs with detections: {fired} of {len(outcomes)}; "
             f"runs that would have been aborted: {aborted}"
         )
+        spent = _total(o.spent for o in outcomes)
+        if spent.tokens:
+            budgets = sum(
+                1 for o in outcomes if any(s.verdict.detector == "budget_exceeded" for s in o.steps)
+            )
+            out.append(
+                f"  {prefix}tokens: {_tokens(spent)} in model calls, "
+                f"{_tokens(_total(o.in_loops for o in outcomes))} inside loops, "
+                f"{_tokens(_total(o.saved for o in outcomes if o.saved))} that stopping would "
+                f"have saved; runs a budget would have stopped: {budgets}"
+            )
     return out
+
+
+def _total(usages: Iterable[Usage | None]) -> Usage:
+    total = NOTHING_SPENT
+    for usage in usages:
+        if usage is not None:
+            total = total.plus(usage)
+    return total

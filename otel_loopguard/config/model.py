@@ -27,11 +27,13 @@ from pydantic.alias_generators import to_camel
 
 __all__ = [
     "AgentEntry",
+    "BudgetConfig",
     "CompactionRecognition",
     "DetectorToggles",
     "LoopDetectionConfig",
     "LoopGuardConfig",
     "MetricsConfig",
+    "ModelPrice",
     "OpenClawAgent",
     "PollToolRule",
     "PostCompactionGuardConfig",
@@ -181,7 +183,48 @@ class MetricsConfig(_Block):
     (default 100); later ones are counted as ``other``."""
 
 
-_GLOBAL_ONLY = ("scope", "tool_spans", "compaction", "store", "metrics", "pass_through_scopes")
+Amount = Annotated[StrictInt | StrictFloat, Field(gt=0, allow_inf_nan=False)]
+"""A positive, finite number (a budget, a time)."""
+Price = Annotated[StrictInt | StrictFloat, Field(ge=0, allow_inf_nan=False)]
+
+
+class ModelPrice(_Block):
+    """What a model's tokens cost, per million, in the configuration's ``currency``: yours to
+    give (no price list ships with otel-loopguard)."""
+
+    input: Price
+    output: Price
+    cached: Price | None = None
+    """Cached input tokens (default: the input price)."""
+
+
+class BudgetConfig(_Block):
+    """What one scope (a run, a conversation) may spend before it is stopped, any of: tokens,
+    cost (needs ``prices``, or an instrumentation that records ``gen_ai.usage.cost``), tool
+    calls, seconds. A warning at ``warnAt`` of a budget, then the run is stopped
+    (``budget_exceeded``), as by a loop's abort."""
+
+    tokens: Count | None = None
+    """Input and output tokens of the scope's model calls (cached input tokens included)."""
+    cost: Amount | None = None
+    tool_calls: Count | None = None
+    """Tool calls the scope may make: the next one is stopped."""
+    seconds: Amount | None = None
+    """From the start of the scope's first model call to the end of its latest."""
+    warn_at: Annotated[StrictInt | StrictFloat, Field(gt=0, le=1)] | None = None
+    """The fraction of a budget at which a warning is given (default 0.8)."""
+
+
+_GLOBAL_ONLY = (
+    "scope",
+    "tool_spans",
+    "compaction",
+    "store",
+    "metrics",
+    "pass_through_scopes",
+    "prices",
+    "currency",
+)
 
 
 class LoopDetectionConfig(_Block):
@@ -213,6 +256,8 @@ class LoopDetectionConfig(_Block):
     """The run is aborted at its n-th critical verdict in a scope (default 2); 0: never."""
     warnings_to_model: StrictBool | None = None
     """``guard.tool`` appends warning messages to the tool's result."""
+    budget: BudgetConfig | None = None
+    """What a scope may spend (tokens, cost, tool calls, seconds) before it is stopped."""
 
     # Global only: they decide where a call belongs before its agent is known.
     scope: StrictStr | None = None
@@ -222,6 +267,11 @@ class LoopDetectionConfig(_Block):
     metrics: MetricsConfig | None = None
     pass_through_scopes: list[Name] | None = None
     """Instrumentation scope names whose spans are never tool calls (HTTP, database, ...)."""
+    prices: dict[Name, ModelPrice] | None = None
+    """Per model (as spans name it: ``gen_ai.response.model``, else ``gen_ai.request.model``),
+    its price per million tokens: what a loop cost, and the ``cost`` budget."""
+    currency: Name | None = None
+    """The currency of ``prices`` (default ``USD``), shown beside every cost."""
 
     @field_validator("scope")
     @classmethod

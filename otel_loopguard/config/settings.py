@@ -15,7 +15,15 @@ from .model import DetectorToggles, LoopDetectionConfig, LoopGuardConfig
 WARNING_KEY = "loopguard_warning"
 """The key ``guard.tool`` adds a warning under in a mapping result; never part of a fingerprint."""
 
-__all__ = ["WARNING_KEY", "GlobalSettings", "PollRule", "ResolvedConfig", "Settings", "resolve"]
+__all__ = [
+    "WARNING_KEY",
+    "Budget",
+    "GlobalSettings",
+    "PollRule",
+    "ResolvedConfig",
+    "Settings",
+    "resolve",
+]
 
 _log = logging.getLogger("otel_loopguard")
 
@@ -77,6 +85,21 @@ DEFAULT_POLL_RULES = (
 )
 
 
+WARN_AT = 0.8
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """What a scope may spend before it is stopped (``None``: no limit of that kind)."""
+
+    tokens: int | None = None
+    cost: float | None = None
+    tool_calls: int | None = None
+    seconds: float | None = None
+    warn_at: float = WARN_AT
+    """The fraction of a budget at which a warning is given (:data:`WARN_AT` by default)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ResolvedConfig:
     """Concrete, normalised settings for one agent (or the global default)."""
@@ -100,6 +123,9 @@ class ResolvedConfig:
     abort_after_criticals: int = 2
     """Escalation: the n-th critical verdict in a scope aborts the run (0: never)."""
     warnings_to_model: bool = True
+    budget: Budget | None = None
+    """Budgets run whenever anything runs (``enabled`` unset too): a budget is no loop
+    detector, it is what the run may spend."""
     profile: str = "loopguard"
     """``loopguard`` or ``openclaw`` (every verdict as OpenClaw 2026.9.6 gives it)."""
 
@@ -223,6 +249,9 @@ class GlobalSettings:
         f"opentelemetry.instrumentation.{name}" for name in PASS_THROUGH
     )
     """Instrumentation scopes whose spans are never tool calls: passed on without being read."""
+    prices: tuple[tuple[str, tuple[float, float, float]], ...] = ()
+    """Per model: input, output and cached input price per million tokens (the user's)."""
+    currency: str = "USD"
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,10 +277,11 @@ class Settings:
 
 
 def _merge(base: LoopDetectionConfig, over: LoopDetectionConfig) -> LoopDetectionConfig:
-    """Lay ``over`` on ``base``; ``detectors`` and ``postCompactionGuard`` merge one level deep."""
+    """Lay ``over`` on ``base``; ``detectors``, ``postCompactionGuard`` and ``budget`` merge one
+    level deep."""
     merged: dict[str, Any] = base.model_dump(exclude_none=True, by_alias=False)
     for key, value in over.model_dump(exclude_none=True, by_alias=False).items():
-        if key in ("detectors", "post_compaction_guard") and key in merged:
+        if key in ("detectors", "post_compaction_guard", "budget") and key in merged:
             merged[key] = {**merged[key], **value}
         else:
             merged[key] = value
@@ -365,6 +395,22 @@ def _normalise(block: LoopDetectionConfig, label: str, notes: list[str]) -> Reso
             else block.abort_after_criticals
         ),
         warnings_to_model=_pick(block.warnings_to_model, defaults.warnings_to_model),
+        budget=_budget(block),
+    )
+
+
+def _budget(block: LoopDetectionConfig) -> Budget | None:
+    given = block.budget
+    if given is None or all(
+        v is None for v in (given.tokens, given.cost, given.tool_calls, given.seconds)
+    ):
+        return None
+    return Budget(
+        tokens=given.tokens,
+        cost=None if given.cost is None else float(given.cost),
+        tool_calls=given.tool_calls,
+        seconds=None if given.seconds is None else float(given.seconds),
+        warn_at=WARN_AT if given.warn_at is None else float(given.warn_at),
     )
 
 
@@ -419,6 +465,18 @@ def _globals(block: LoopDetectionConfig) -> GlobalSettings:
         ),
         max_metric_tool_names=(metrics and metrics.max_tool_names)
         or defaults.max_metric_tool_names,
+        prices=tuple(
+            (
+                model,
+                (
+                    float(price.input),
+                    float(price.output),
+                    float(price.input if price.cached is None else price.cached),
+                ),
+            )
+            for model, price in (block.prices or {}).items()
+        ),
+        currency=block.currency or defaults.currency,
     )
 
 

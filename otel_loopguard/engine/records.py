@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
+from .usage import NOTHING_SPENT, Usage
+
 __all__ = ["UNRECORDED", "CallKind", "CallRecord", "Outcome", "ProposedCall", "Unrecorded"]
 
 
@@ -44,6 +46,9 @@ class CallRecord:
     failure_fp: int | None = None
     """An ``exec`` terminal failure's identity: exit code and output with timestamps, durations,
     attempt counters and pids blanked, so retries and other commands failing alike match."""
+    spent: Usage = NOTHING_SPENT
+    """What the scope's model calls had spent when this call was made (a shared total): what a
+    loop cost is the total now, less its first call's."""
 
     @property
     def no_progress(self) -> bool:

@@ -14,6 +14,7 @@ from ..config.settings import Settings, resolve
 from .digests import digest_call, digest_outcome
 from .records import UNRECORDED
 from .state import ScopeState
+from .usage import Usage
 from .verdict import Verdict
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "Call",
     "Compaction",
     "Replayed",
+    "Spent",
     "replay",
     "replay_events",
 ]
@@ -50,6 +52,18 @@ COMPACTION = Compaction()
 
 
 @dataclass(frozen=True, slots=True)
+class Spent:
+    """A model call ended here, having spent ``usage`` (its span's times in seconds since the
+    epoch): counted in the scope's totals, judged against its budgets."""
+
+    usage: Usage
+    model: str | None = None
+    started: float = 0.0
+    ended: float = 0.0
+    agent: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Batch:
     """The tool calls of one model response, admitted together (``guard.check_batch``): if one
     is critical, none of them runs. One agent's calls."""
@@ -68,9 +82,11 @@ class Replayed:
     """What fired as this call completed: the post-compaction guard, as the call's span shows
     it (in observe-only mode, a warning of what would have been enforced). Unless observe-only,
     the next call's verdict is that abort too (the shared flag)."""
+    burned: Usage | None = None
+    """The tokens this detection counted as spent inside its loop (none counted twice)."""
 
 
-Item = Call | Compaction | Batch
+Item = Call | Compaction | Batch | Spent
 
 
 def replay(calls: Iterable[Item], config: ConfigSource | None = None) -> list[Verdict]:
@@ -93,6 +109,12 @@ def replay_events(
     for item in calls:
         if isinstance(item, Compaction):
             state.arm_compaction()
+            continue
+        if isinstance(item, Spent):
+            # A budget's abort is the scope's flag: the next call gets it.
+            state.spend(
+                item.usage, item.model, item.started, item.ended, settings.for_agent(item.agent)
+            )
             continue
         batch = item.calls if isinstance(item, Batch) else (item,)
         if not batch:
@@ -121,5 +143,6 @@ def replay_events(
             fired = state.end_span(span, outcome, cfg)
             if fired is not None and cfg.observe_only:
                 fired = replace(fired, action="warn")
-            replayed.append(Replayed(decision.verdict, event=event, completed=fired))
+            burned = decision.burned if event else None
+            replayed.append(Replayed(decision.verdict, event, completed=fired, burned=burned))
     return replayed

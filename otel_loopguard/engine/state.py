@@ -8,14 +8,16 @@ own: the store's lock guards every method call.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from ..config.settings import ResolvedConfig
+from . import spending
 from .compaction import CompactionGuard
 from .detectors import Finding, evaluate
 from .digests import OutcomeDigest
 from .messages import abort_message
 from .records import CallRecord, ProposedCall
+from .usage import NOTHING_SPENT, Usage
 from .verdict import OK, Verdict
 
 __all__ = ["Decision", "ScopeState"]
@@ -45,6 +47,13 @@ class Decision(NamedTuple):
     record: CallRecord | None = None
     intended: Verdict | None = None
     new: bool = True
+    loop: Usage | None = None
+    """What the detected loop cost: spent since its first call was made."""
+    burned: Usage | None = None
+    """The part of ``loop`` no earlier detection of the scope counted (the loop-tokens
+    counter's increment)."""
+    model: str | None = None
+    """The model of the scope's latest model call, when the loop cost anything."""
 
 
 @dataclass(slots=True)
@@ -77,6 +86,20 @@ class ScopeState:
     last_used: float = 0.0
     tally: _Counter | None = None
     """The store's running total of records, kept as the window grows."""
+    usage: Usage = NOTHING_SPENT
+    """What the scope's model calls spent in all (a running total, replaced at each call)."""
+    calls: int = 0
+    """Tool calls evaluated in the scope (a ``toolCalls`` budget counts them)."""
+    first_model_call: float | None = None
+    latest_model_call: float = 0.0
+    """When the scope's first model call started and its latest ended (seconds since the epoch,
+    as the spans say): a ``seconds`` budget counts from one to the other."""
+    budget_warned: tuple[str, ...] = ()
+    """The budgets a warning was given for (once each)."""
+    loop_counted: Usage = NOTHING_SPENT
+    """The total up to which loop costs were counted (the counter never counts a token twice)."""
+    model: str | None = None
+    """The model of the scope's latest model call."""
 
     # -- evaluation points -------------------------------------------------------------------
 
@@ -125,33 +148,51 @@ class ScopeState:
         if self.abort is not None:
             return [self._aborted() for _ in calls]
         projected = list(self.history)
-        found: list[tuple[Verdict, bool, Verdict | None] | None] = []
+        found: list[Decision | None] = []
         for earlier, (call, _) in enumerate(calls):
             # The first call is judged on the window itself, whose counts let most calls skip
             # the detectors' walks.
             counts = self.counts if earlier == 0 else None
             finding = evaluate(projected, call, cfg, counts, pending=earlier)
+            if cfg.budget is not None:
+                finding = spending.within_budget(self, finding, cfg, call.tool)
+            self.calls += 1
             if finding is None:
                 found.append(None)
             else:
                 verdict, intended = self._decided(finding.verdict, cfg)
+                start = spending.loop_start(projected, finding, call) if self.usage.tokens else None
                 if verdict.blocked:
-                    return self._block_batch(calls, call, verdict, cfg, agent)
+                    return self._block_batch(calls, call, verdict, cfg, agent, start)
                 # De-duplicated as it is judged, as OpenClaw does: a warning of a batch that a
                 # later call blocks still counts as given.
-                found.append((verdict, self._should_annotate(finding, cfg), intended))
+                annotate = self._should_annotate(finding, cfg)
+                found.append(
+                    Decision(verdict, annotate, intended=intended, **self._costs(start, annotate))
+                )
             projected.append(CallRecord(tool=call.tool, args_fp=call.args_fp, outcome="veto"))
         decisions: list[Decision] = []
-        for (call, call_id), item in zip(calls, found, strict=True):
+        for (call, call_id), judged in zip(calls, found, strict=True):
             record = CallRecord(tool=call.tool, args_fp=call.args_fp, call_id=call_id, agent=agent)
             self._append(record)
-            decision = Decision(verdict=OK, annotate=False, record=record)
-            if item is not None:
-                verdict, annotate, intended = item
-                decision = Decision(verdict, annotate, record=record, intended=intended)
+            if judged is None:
+                decision = Decision(verdict=OK, annotate=False, record=record)
+            else:
+                decision = judged._replace(record=record)
             self._remember_ask(call, call_id, decision, shown=shown)
             decisions.append(decision)
         return decisions
+
+    def _costs(self, start: Usage | None, annotate: bool) -> dict[str, Any]:
+        """What a detection's loop cost (``start``: the total when its first call was made),
+        and, for one that is logged and counted, the share no earlier one counted."""
+        if start is None:
+            return {}
+        burned = None
+        if annotate:
+            burned = self.usage.since(start.latest(self.loop_counted))
+            self.loop_counted = self.usage
+        return {"loop": self.usage.since(start), "burned": burned, "model": self.model}
 
     def _block_batch(
         self,
@@ -160,7 +201,9 @@ class ScopeState:
         verdict: Verdict,
         cfg: ResolvedConfig,
         agent: str | None,
+        start: Usage | None,
     ) -> list[Decision]:
+        costs = self._costs(start, annotate=True)
         decisions: list[Decision] = []
         for call, call_id in calls:
             record: CallRecord | None = None
@@ -172,6 +215,8 @@ class ScopeState:
                 self._append(record)
             # One detection for the batch: the first call it blocks carries the event.
             decision = Decision(verdict=verdict, annotate=not decisions, record=record)
+            if not decisions:
+                decision = decision._replace(**costs)
             if decisions:
                 decision = decision._replace(new=False)
             self._remember_ask(call, call_id, decision)
@@ -338,22 +383,52 @@ class ScopeState:
         self, call: ProposedCall, cfg: ResolvedConfig, call_id: str | None, agent: str | None
     ) -> Decision:
         finding = evaluate(self.history, call, cfg, self.counts)
+        if cfg.budget is not None:  # judged on the calls made before this one
+            finding = spending.within_budget(self, finding, cfg, call.tool)
+        self.calls += 1
         record = CallRecord(tool=call.tool, args_fp=call.args_fp, call_id=call_id, agent=agent)
         if finding is None:  # most calls: nothing fired
             self._append(record)
             return Decision(verdict=OK, annotate=False, record=record)
         verdict, intended = self._decided(finding.verdict, cfg)
+        start = spending.loop_start(self.history, finding, call) if self.usage.tokens else None
         if verdict.blocked:
             self._veto(record, verdict, cfg)
         self._append(record)
         if verdict.aborted:
             self.abort = verdict
+        annotate = self._should_annotate(finding, cfg)
         return Decision(
             verdict=verdict,
-            annotate=self._should_annotate(finding, cfg),
+            annotate=annotate,
             record=record,
             intended=intended,
+            **self._costs(start, annotate),
         )
+
+    def spend(
+        self,
+        usage: Usage,
+        model: str | None,
+        started: float,
+        ended: float,
+        cfg: ResolvedConfig,
+    ) -> Verdict | None:
+        """A model call of the scope ended (its span's times, in seconds since the epoch) having
+        spent ``usage``; the budget verdict it brings, if any (an abort is the scope's flag)."""
+        self.usage = self.usage.plus(usage)
+        self.model = model or self.model
+        if self.first_model_call is None or started < self.first_model_call:
+            self.first_model_call = started
+        self.latest_model_call = max(self.latest_model_call, ended)
+        if cfg.budget is None or self.abort is not None or not cfg.active:
+            return None
+        found = spending.within_budget(self, None, cfg, None)
+        if found is None:
+            return None
+        if found.verdict.aborted and not cfg.observe_only:
+            self.abort = found.verdict
+        return found.verdict
 
     def _decided(self, verdict: Verdict, cfg: ResolvedConfig) -> tuple[Verdict, Verdict | None]:
         """A detector's verdict as given: escalated if critical, and in observe-only mode a
@@ -402,6 +477,7 @@ class ScopeState:
                 del counts[evicted]
         elif self.tally is not None:
             self.tally.records += 1
+        record.spent = self.usage
         history.append(record)
         fp = record.args_fp
         counts[fp] = counts.get(fp, 0) + 1

@@ -18,6 +18,7 @@ from opentelemetry.sdk.util import BoundedList
 from opentelemetry.trace import Link, Span, SpanContext, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
+from ..engine.usage import Usage
 from ..engine.verdict import Verdict
 from . import reader
 
@@ -25,6 +26,8 @@ __all__ = ["EVENT_NAME", "Annotator", "Mark", "enriched_copy", "event_attributes
 
 EVENT_NAME = "loopguard.loop_detected"
 COUNTER_NAME = "loopguard.detections"
+LOOP_TOKENS = "loopguard.loop.tokens"
+"""The counter of tokens spent inside detected loops (by detector, model and kind)."""
 OTHER_TOOLS = "other"
 """The counter's tool name for tools beyond ``metrics.toolNames`` / ``maxToolNames``."""
 
@@ -45,6 +48,26 @@ class Mark:
     event: bool = True
     """Add the ``loopguard.loop_detected`` event; false for a de-duplicated warning, a verdict
     adopted from an ask that placed its own, or the abort flag given to a later call."""
+    loop: Usage | None = None
+    """What the detected loop cost so far (tokens; money where prices are known)."""
+    burned: Usage | None = None
+    """The loop tokens no earlier detection counted: the loop-tokens counter's increment."""
+    model: str | None = None
+    currency: str | None = None
+    """The currency of ``loop.cost`` (shown only when the loop cost anything: prices known)."""
+
+
+def _loop_attributes(mark: Mark, attributes: dict[str, AttributeValue]) -> None:
+    loop = mark.loop
+    if loop is None:
+        return
+    attributes["loopguard.loop.input_tokens"] = loop.input
+    attributes["loopguard.loop.output_tokens"] = loop.output
+    if loop.cached:
+        attributes["loopguard.loop.cached_tokens"] = loop.cached
+    if mark.currency is not None and loop.cost > 0:
+        attributes["loopguard.loop.cost"] = loop.cost
+        attributes["loopguard.loop.cost_currency"] = mark.currency
 
 
 def event_attributes(mark: Mark) -> dict[str, AttributeValue]:
@@ -63,6 +86,7 @@ def event_attributes(mark: Mark) -> dict[str, AttributeValue]:
     if mark.intended is not None:
         attributes["loopguard.observe_only"] = True
         attributes["loopguard.intended_action"] = mark.intended.action
+    _loop_attributes(mark, attributes)
     return attributes
 
 
@@ -90,6 +114,7 @@ def span_attributes(mark: Mark, existing: Mapping[str, Any] | None) -> dict[str,
     if mark.intended is not None:
         attributes["loopguard.observe_only"] = True
         attributes["loopguard.intended_action"] = mark.intended.action
+    _loop_attributes(mark, attributes)
     return attributes
 
 
@@ -120,6 +145,11 @@ class Annotator:
             COUNTER_NAME,
             unit="{detection}",
             description="Tool-loop detections by detector, level, action and tool.",
+        )
+        self._loop_tokens = meter.create_counter(
+            LOOP_TOKENS,
+            unit="{token}",
+            description="Tokens spent inside detected loops, by detector, model and kind.",
         )
 
     def on_live_span(self, span: Span, mark: Mark) -> None:
@@ -164,6 +194,18 @@ class Annotator:
                 "gen_ai.tool.name": self._series_name(mark.tool),
             },
         )
+        burned = mark.burned
+        if burned is not None:
+            for kind, tokens in (("input", burned.input), ("output", burned.output)):
+                if tokens:
+                    self._loop_tokens.add(
+                        tokens,
+                        {
+                            "loopguard.detector": attributes["loopguard.detector"],
+                            "gen_ai.request.model": mark.model or "unknown",
+                            "gen_ai.token.type": kind,
+                        },
+                    )
         level = logging.WARNING if verdict.action in ("warn", "none") else logging.ERROR
         if not _logger.isEnabledFor(level):
             return

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 from ..config.settings import GlobalSettings
 from ..engine.names import MAX_NAME_CHARS, bounded
+from ..engine.usage import Usage
 
 __all__ = [
     "AGENT_SPAN_PREFIX",
@@ -24,6 +25,7 @@ __all__ = [
     "error_of",
     "is_agent_span",
     "is_compaction",
+    "is_inference_span",
     "is_tool_span",
     "names_tool",
     "read_call",
@@ -32,6 +34,7 @@ __all__ = [
     "result_of",
     "scope_value",
     "tool_named_by_span",
+    "usage_of",
 ]
 
 COMPACTION_ATTRIBUTE = "loopguard.compaction"
@@ -52,7 +55,31 @@ _AGENT = ("gen_ai.agent.id", "gen_ai.agent.name", "agent.name")
 _AGENT_KEYS = frozenset(_AGENT)
 _CONVERSATION = ("gen_ai.conversation.id", "session.id")
 
-_KINDS = ("gen_ai.operation.name", "openinference.span.kind", "traceloop.span.kind")
+_KINDS = (
+    "gen_ai.operation.name",
+    "openinference.span.kind",
+    "traceloop.span.kind",
+    "llm.request.type",  # OpenLLMetry's model calls
+)
+_INFERENCE_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
+_INPUT_TOKENS = (
+    "gen_ai.usage.input_tokens",
+    "gen_ai.usage.prompt_tokens",
+    "llm.token_count.prompt",
+)
+_OUTPUT_TOKENS = (
+    "gen_ai.usage.output_tokens",
+    "gen_ai.usage.completion_tokens",
+    "llm.token_count.completion",
+)
+_CACHED_TOKENS = (
+    "gen_ai.usage.cache_read.input_tokens",
+    "gen_ai.usage.cache_read_input_tokens",
+    "llm.token_count.prompt_details.cache_read",
+)
+_MODEL = ("gen_ai.response.model", "gen_ai.request.model", "llm.model_name")
+_COST = "gen_ai.usage.cost"
+"""Proposed for the GenAI conventions (not in a release yet): a call's cost, read if set."""
 _KEYS = frozenset(
     (
         *_KINDS,
@@ -131,6 +158,50 @@ def is_agent_span(attributes: Mapping[str, Any], name: str = "") -> bool:
         or attributes.get("openinference.span.kind") == "AGENT"
         or attributes.get("traceloop.span.kind") == "agent"
     )
+
+
+def is_inference_span(attributes: Mapping[str, Any]) -> bool:
+    """Whether a span is one model call (GenAI ``chat``/``text_completion``/
+    ``generate_content``, an OpenInference LLM span, an OpenLLMetry one): never an agent's span,
+    whose usage totals repeat its model calls'."""
+    operation = attributes.get("gen_ai.operation.name")
+    if operation is not None:
+        return operation in _INFERENCE_OPERATIONS
+    return attributes.get("openinference.span.kind") == "LLM" or attributes.get(
+        "llm.request.type"
+    ) in ("chat", "completion")
+
+
+def _tokens(attributes: Mapping[str, Any], keys: Sequence[str]) -> int | None:
+    for key in keys:
+        value = attributes.get(key)
+        if type(value) is int and value >= 0:
+            return value
+    return None
+
+
+def usage_of(
+    attributes: Mapping[str, Any], prices: Mapping[str, tuple[float, float, float]]
+) -> tuple[Usage, str | None] | None:
+    """What one model call spent, and its model, from its span (``None``: no usage recorded).
+    Its cost: ``gen_ai.usage.cost`` if the instrumentation set it, else from ``prices`` (per
+    million input, output and cached input tokens) for its model, else 0."""
+    spent_in, spent_out = _tokens(attributes, _INPUT_TOKENS), _tokens(attributes, _OUTPUT_TOKENS)
+    if spent_in is None and spent_out is None:
+        return None
+    spent_in, spent_out = spent_in or 0, spent_out or 0
+    cached = min(_tokens(attributes, _CACHED_TOKENS) or 0, spent_in)
+    model = _first_text(attributes, _MODEL)
+    cost = attributes.get(_COST)
+    if not isinstance(cost, int | float) or isinstance(cost, bool) or not cost >= 0:
+        price = prices.get(model) if model is not None else None
+        cost = 0.0
+        if price is not None:
+            per_input, per_output, per_cached = price
+            cost = (
+                (spent_in - cached) * per_input + cached * per_cached + spent_out * per_output
+            ) / 1_000_000
+    return Usage(spent_in, spent_out, cached, float(cost)), model
 
 
 def is_tool_span(attributes: Mapping[str, Any], name: str, settings: GlobalSettings) -> bool:

@@ -91,9 +91,10 @@ class Misuse:
         )
 
 
-def mark_of(decision: Decision, tool: str) -> Mark | None:
+def mark_of(decision: Decision, tool: str, currency: str | None = None) -> Mark | None:
     """The annotation of a decision: ``None`` when nothing objects to the call; attributes
-    only unless it is a detection to show (its event), logged and counted where it was made."""
+    only unless it is a detection to show (its event), logged and counted where it was made.
+    ``currency``: of the loop's cost, where one is known."""
     if decision.verdict.level == "ok":
         return None
     return Mark(
@@ -102,6 +103,10 @@ def mark_of(decision: Decision, tool: str) -> Mark | None:
         decision.intended,
         signal=decision.new and decision.annotate,
         event=decision.annotate,
+        loop=decision.loop,
+        burned=decision.burned,
+        model=decision.model,
+        currency=currency,
     )
 
 
@@ -238,7 +243,7 @@ class Lifecycle:
             scope_key, ScopeState.for_span, span_id, call, cfg, view.call_id, agent
         )
         live.verdict = decision.verdict
-        mark = mark_of(decision, view.tool)
+        mark = mark_of(decision, view.tool, self.runtime.currency)
         if mark is not None:
             self.annotator.on_live_span(span, mark)
             if mark.signal and decision.verdict.aborted:
@@ -290,10 +295,36 @@ class Lifecycle:
                 marks = self._record(span, attributes, outcome)
                 if nested is not None and outcome.late:
                     nested.tool, nested.evaluated = outcome.call.tool, outcome.call
-                self._fail_run_if_aborted(marks, entry, own, fields.trace_id)
+            elif conventions.is_inference_span(attributes):
+                marks = self._spent(span, attributes, entry, scope_key)
+            self._fail_run_if_aborted(marks, entry, own, fields.trace_id)
         if own and entry is not None and entry.local_root and entry.scope is None:
             self.store.root_ended(scope_key, remote_parent=entry.parent_id is not None)
         return Ended(marks, entry, own, self._status_reset(span, entry if own else None))
+
+    def _spent(
+        self,
+        span: ReadableSpan,
+        attributes: Mapping[str, Any],
+        entry: LiveSpan | None,
+        scope_key: str,
+    ) -> Sequence[Mark]:
+        """A model call ended: what it spent goes to its scope's totals (the budgets' verdict,
+        if one fires, marks its span)."""
+        found = conventions.usage_of(attributes, self.runtime.prices)
+        if found is None:
+            return ()
+        cfg = self.settings.for_agent(entry.agent if entry is not None else None)
+        if not cfg.active:
+            return ()
+        usage, model = found
+        started, ended = (span.start_time or 0) / 1e9, (span.end_time or 0) / 1e9
+        fired = self.store.update(scope_key, ScopeState.spend, usage, model, started, ended, cfg)
+        if fired is None:
+            return ()
+        intended = fired if cfg.observe_only and fired.aborted else None
+        shown = replace(fired, action="warn") if intended else fired
+        return (Mark(shown, fired.tool_name or "", intended),)
 
     @staticmethod
     def _status_reset(span: ReadableSpan, entry: LiveSpan | None) -> Verdict | None:
@@ -442,7 +473,7 @@ class Lifecycle:
         if late is None and fired is None:
             return ()
         marks = []
-        late_mark = mark_of(late, call.tool) if late is not None else None
+        late_mark = mark_of(late, call.tool, self.runtime.currency) if late is not None else None
         if late_mark is not None:
             marks.append(late_mark)
         if fired is not None:

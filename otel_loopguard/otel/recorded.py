@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ..config.settings import GlobalSettings
-from ..engine.replay import COMPACTION, UNRECORDED, Call, Compaction
+from ..engine.replay import COMPACTION, UNRECORDED, Call, Compaction, Spent
 from ..engine.verdict import COMPACTION_DETECTOR
 from . import conventions
 from .otlp_file import RecordedSpan
@@ -43,7 +43,7 @@ class RecordedRun:
     root: str
     """The name of the run's root span (as recorded), for the reader."""
     service: str | None
-    items: list[RecordedCall | Compaction] = field(default_factory=list)
+    items: list[RecordedCall | Compaction | Spent] = field(default_factory=list)
 
     @property
     def calls(self) -> list[RecordedCall]:
@@ -57,13 +57,13 @@ def runs_of(spans: Iterable[RecordedSpan], settings: GlobalSettings) -> list[Rec
         traces.setdefault(span.trace_id, {})[span.span_id] = span
     runs: dict[str, RecordedRun] = {}
     for trace_id, by_id in traces.items():
-        placed: list[tuple[int, int, str, RecordedCall | Compaction]] = []
+        placed: list[tuple[int, int, str, RecordedCall | Compaction | Spent]] = []
         for order, span in enumerate(by_id.values()):
             item = _item(span, by_id, settings)
             if item is None:
                 continue
             key = _scope(span, by_id, settings) or f"trace:{trace_id}"
-            when = span.end if isinstance(item, Compaction) else span.start
+            when = span.start if isinstance(item, RecordedCall) else span.end
             placed.append((when, order, key, item))
         root = _root(by_id)
         for _, _, key, item in sorted(placed, key=lambda p: (p[0], p[1])):
@@ -76,10 +76,16 @@ def runs_of(spans: Iterable[RecordedSpan], settings: GlobalSettings) -> list[Rec
 
 def _item(
     span: RecordedSpan, by_id: Mapping[str, RecordedSpan], settings: GlobalSettings
-) -> RecordedCall | Compaction | None:
+) -> RecordedCall | Compaction | Spent | None:
     attributes = span.attributes
     if conventions.is_compaction(attributes, span.name, settings):
         return COMPACTION
+    if conventions.is_inference_span(attributes):
+        found = conventions.usage_of(attributes, dict(settings.prices))
+        if found is None:
+            return None
+        usage, model = found
+        return Spent(usage, model, span.start / 1e9, span.end / 1e9, _agent(span, by_id))
     if not conventions.is_tool_span(attributes, span.name, settings):
         return None
     view = conventions.read_call(attributes, span.name)

@@ -59,6 +59,9 @@ class Runtime:
         self.errors = InternalErrors()
         self.keys = conventions.relevant_keys(g)
         """Every attribute key otel-loopguard reads under these settings."""
+        self.currency = g.currency
+        """The currency of the user's prices: what a loop's cost is shown in."""
+        self.prices = dict(g.prices)
         self._tracer_provider = tracer_provider
         self._warned_unseen = False
         _RUNTIMES.add(self)

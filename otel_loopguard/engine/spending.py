@@ -1,0 +1,71 @@
+"""What a scope spends: its budgets judged, and what a detected loop cost.
+
+Functions over a :class:`~.state.ScopeState` (the store's lock held, as for its methods): pure
+bookkeeping over its running totals, no clock of their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from ..config.settings import ResolvedConfig
+from .budget import judge
+from .detectors import Finding
+from .records import CallRecord, ProposedCall
+from .usage import Usage
+
+if TYPE_CHECKING:
+    from .state import ScopeState
+
+__all__ = ["loop_start", "within_budget"]
+
+
+def within_budget(
+    state: ScopeState, finding: Finding | None, cfg: ResolvedConfig, tool: str | None
+) -> Finding | None:
+    """The finding that stands once the scope's budgets are judged: a budget's abort wins over
+    any loop's verdict; its warning only stands where no loop was found (it is given once)."""
+    assert cfg.budget is not None
+    first = state.first_model_call
+    verdict, kind = judge(
+        cfg.budget,
+        tokens=state.usage.tokens,
+        cost=state.usage.cost,
+        calls=state.calls,
+        seconds=0.0 if first is None else max(0.0, state.latest_model_call - first),
+        warned=state.budget_warned,
+        tool=tool,
+    )
+    if verdict is None or (finding is not None and not verdict.aborted):
+        return finding
+    if kind is not None:
+        state.budget_warned = (*state.budget_warned, kind)
+    return Finding(verdict, ("budget", kind))
+
+
+def loop_start(history: Sequence[CallRecord], finding: Finding, call: ProposedCall) -> Usage | None:
+    """The scope's total when the first call of the loop a finding reports was made (what the
+    loop cost is the total now, less this): the oldest of the records the finding counts."""
+    verdict = finding.verdict
+    if verdict.detector == "budget_exceeded":
+        return None
+    same: Callable[[CallRecord], bool]
+    if verdict.detector == "ping_pong":
+        sides = set(finding.signature[1:])
+        wanted = verdict.count - 1  # the alternating tail; the count adds this call
+        same = lambda record: record.args_fp in sides  # noqa: E731
+    elif verdict.detector in ("unknown_tool_repeat", "argument_churn"):
+        wanted = verdict.count
+        same = lambda record: record.tool == call.tool  # noqa: E731
+    else:
+        wanted = verdict.count
+        same = lambda record: record.args_fp == call.args_fp  # noqa: E731
+    first: CallRecord | None = None
+    for record in reversed(history):
+        if wanted <= 0:
+            break
+        if same(record):
+            first = record
+            wanted -= 1
+    return None if first is None else first.spent
