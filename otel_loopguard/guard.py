@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any, ParamSpec, TypeVar, overload
 
 from opentelemetry import metrics, trace
@@ -13,11 +14,14 @@ from .config.environment import kill_switch, switched_off
 from .config.loading import ConfigSource, load_config
 from .config.model import LoopGuardConfig
 from .config.settings import GlobalSettings, Settings, resolve
+from .engine.digests import digest_call, digest_outcome
 from .engine.names import bounded
+from .engine.records import UNRECORDED
 from .engine.state import ScopeState
 from .engine.store import InMemoryStore, Store, StoreStats
 from .engine.verdict import OK, Verdict, exception_for
 from .otel import conventions
+from .otel.annotations import Mark
 from .otel.errors import strict_mode
 from .otel.lifecycle import mark_of
 from .otel.live import DEFAULT_SCOPE, LiveSpan, trace_scope
@@ -279,6 +283,69 @@ class LoopGuard:
         if verdict.blocked:
             raise exception_for(verdict)
         return verdict
+
+    def record_result(
+        self,
+        name: str,
+        result: object = None,
+        *,
+        call_id: str,
+        error: str | None = None,
+        scope: str | None = None,
+        agent: str | None = None,
+    ) -> None:
+        """The outcome of the call ``call_id`` of ``name`` (checked before it ran), as the tool
+        returned it: for a framework whose tool spans record no result (content capture off),
+        so identical outcomes can still be blocked. Only a digest is kept. ``error``: the
+        call failed with this message. Raises ``ValueError`` for arguments it cannot use; an
+        internal error never escapes.
+        """
+        _check_arguments(name, call_id, scope, agent)
+        if not isinstance(call_id, str) or not isinstance(name, str) or not name:
+            raise ValueError("record_result needs the tool's name and the call's call_id (str)")
+        if error is not None and not isinstance(error, str):
+            raise ValueError(f"error: got {type(error).__name__}; allowed: a str or None")
+        self._answered(
+            "record_result",
+            None,
+            self._record_result,
+            bounded(name),
+            result,
+            bounded(call_id),
+            error,
+            None if scope is None else bounded(scope),
+            None if agent is None else bounded(agent),
+        )
+
+    def _record_result(
+        self,
+        name: str,
+        result: object,
+        call_id: str,
+        error: str | None,
+        scope: str | None,
+        agent: str | None,
+    ) -> None:
+        runtime = self._runtime
+        current, live = runtime.current()
+        context = current.get_span_context()
+        scope_key = _scope_key(scope, live, context)
+        cfg = self.settings.for_agent(agent or (live.agent if live else None))
+        if not cfg.active:
+            return
+        # How the result is read depends on the tool alone here: its arguments are not given.
+        call = digest_call(name, UNRECORDED, cfg, span=call_id)
+        outcome = digest_outcome(call, result, error, cfg)
+        fired = self._store.update(scope_key, ScopeState.result_of_call, call_id, outcome, cfg)
+        if fired is not None:  # the post-compaction guard, as this outcome completed a window
+            intended = fired if cfg.observe_only else None
+            mark = Mark(replace(fired, action="warn") if intended else fired, name, intended)
+            if current.is_recording():
+                runtime.annotator.on_live_span(current, mark)
+            else:
+                runtime.annotator.signal(mark, context)
+            if fired.aborted and not cfg.observe_only:
+                runtime.fail_run(live, context.trace_id, fired)
 
     def abort_verdict(self, *, scope: str | None = None) -> Verdict | None:
         """The abort that stopped the scope's run (the current scope when not given), if one

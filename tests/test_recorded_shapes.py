@@ -524,3 +524,36 @@ def test_an_abort_marks_the_agent_span_named_after_it_started_not_the_workflow_r
     assert agent_span.status.status_code is StatusCode.ERROR
     assert (agent_span.attributes or {}).get("error.type") == "generic_repeat"
     assert root.status.status_code is not StatusCode.ERROR
+
+
+def test_results_given_by_record_result_block_a_repeat_without_content() -> None:
+    """A framework whose spans record no result (content capture off) gives the guard each
+    result itself: identical outcomes are blocked at the 21st call as with content."""
+    r = rig(ON)
+    verdicts = []
+    with r.tracer.start_as_current_span("invoke_agent reader"):
+        for n in range(25):
+            attributes = {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "read_file",
+                "gen_ai.tool.call.id": f"c{n}",
+            }
+            with r.tracer.start_as_current_span("execute_tool read_file", attributes=attributes):
+                verdict = r.guard.check("read_file", {"path": "a"}, call_id=f"c{n}")
+                verdicts.append(verdict)
+                if not verdict.blocked:
+                    r.guard.record_result("read_file", "the same contents", call_id=f"c{n}")
+    assert _first_blocked(verdicts) == 21
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs"),
+    [
+        (("",), {"call_id": "c"}),
+        (("read",), {"call_id": ""}),
+        (("read",), {"call_id": "c", "error": 5}),
+    ],
+)
+def test_record_result_refuses_what_it_cannot_use(args: Any, kwargs: Any) -> None:
+    with pytest.raises(ValueError, match=r"call_id|name|error"):
+        LoopGuard(ON).record_result(*args, **kwargs)

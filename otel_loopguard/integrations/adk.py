@@ -37,7 +37,6 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from google.adk.agents import LlmAgent
-from google.adk.telemetry import TelemetryConfig
 
 from ..engine.additions import WARNING_KEY
 from ..engine.verdict import exception_for
@@ -67,15 +66,11 @@ class LoopGuardCallbacks:
     def __init__(self, guard: LoopGuard) -> None:
         self.guard = guard
         self._warnings: OrderedDict[tuple[str, str], str] = OrderedDict()
-        self._content_checked = False
 
     # The parameter names are ADK's: it passes the callbacks' arguments by keyword.
 
     def before_model(self, callback_context: CallbackContext, llm_request: LlmRequest) -> None:
         """No model call once the run's scope has aborted (by a span's verdict, say)."""
-        if not self._content_checked:
-            self._content_checked = True
-            _warn_without_content(callback_context)
         verdict = self.guard.abort_verdict()
         if verdict is not None:
             raise exception_for(verdict)
@@ -125,8 +120,11 @@ class LoopGuardCallbacks:
     def after_tool(
         self, tool: BaseTool, args: dict[str, Any], tool_context: ToolContext, tool_response: Any
     ) -> dict[str, Any] | None:
-        """Add the call's warning to the response the model gets, after the tool ran."""
+        """Record the call's outcome as the tool returned it (ADK's spans record none without
+        content capture), then add the call's warning to the response the model gets."""
         call_id = tool_context.function_call_id or ""
+        if call_id:
+            self.guard.record_result(tool.name, tool_response, call_id=call_id)
         message = self._warnings.pop((tool_context.invocation_id, call_id), None)
         if message is None:
             return None  # ADK keeps the response as it is
@@ -160,19 +158,6 @@ def guard_agent(guard: LoopGuard, agent: A) -> A:
         each.before_tool_callback = [callbacks.before_tool, *_listed(each.before_tool_callback)]
         each.after_tool_callback = [*_listed(each.after_tool_callback), callbacks.after_tool]
     return agent
-
-
-def _warn_without_content(callback_context: CallbackContext) -> None:
-    """Said once: without results on its tool spans the guard never sees two outcomes alike, so
-    it warns about a repeat or a ping-pong but never blocks it (a stubborn model runs on)."""
-    run_config = callback_context.run_config
-    telemetry = (run_config.telemetry if run_config is not None else None) or TelemetryConfig()
-    if not telemetry.should_add_content_to_experimental_spans:
-        _logger.warning(
-            "Google ADK records no tool results on its spans: otel-loopguard can warn about a "
-            "loop but not block it. Set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_"
-            "CONTENT=SPAN_ONLY ('true' means EVENT_ONLY in ADK 2.x)."
-        )
 
 
 def _agents(agent: Any) -> list[Any]:

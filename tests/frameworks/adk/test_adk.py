@@ -24,7 +24,6 @@ from typing import Any
 
 import pytest
 from google.adk.agents import LlmAgent
-from google.adk.agents.invocation_context import LlmCallsLimitExceededError
 from google.adk.agents.run_config import RunConfig
 from google.adk.apps import App
 from google.adk.models.base_llm import BaseLlm
@@ -364,19 +363,19 @@ def test_sub_agents_are_guarded_and_own_callbacks_kept(r: Rig) -> None:
     assert len(worker.after_tool_callback) == 2
 
 
-def test_without_content_on_spans_it_only_warns(
-    r: Rig, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+def test_without_content_on_spans_the_adapter_gives_the_results_and_stops_the_run(
+    r: Rig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The pitfall: 'true' means EVENT_ONLY in ADK 2.x, so no result reaches the spans and the
-    guard, which blocks identical calls with identical outcomes, can only warn. Said once."""
+    """The pitfall: 'true' means EVENT_ONLY in ADK 2.x, so no result reaches the spans; the
+    adapter's after-tool callback records each result itself, and the repeat is stopped."""
     monkeypatch.setenv(CAPTURE, "true")
     agent, log = agent_for(r, stubborn.REPEAT)
-    with pytest.raises(LlmCallsLimitExceededError):
+    with pytest.raises(ToolLoopBlocked):
         run(agent)
-    assert log.calls == stubborn.CAP
-    assert stubborn.detections(r) == {("generic_repeat", "warning", "warn")}
-    said = [m for m in caplog.messages if "records no tool results" in m]
-    assert len(said) == 1
+    assert log.calls == 22
+    tools = [s for s in r.spans() if s.name.startswith("execute_tool ")]
+    assert all("gen_ai.tool.call.result" not in (s.attributes or {}) for s in tools)
+    stubborn.assert_warned_blocked_aborted(r, "generic_repeat")
 
 
 def test_docs_example_runs() -> None:
