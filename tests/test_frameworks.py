@@ -50,9 +50,9 @@ def test_importing_the_package_imports_no_framework() -> None:
     code = (
         "import sys, otel_loopguard\n"
         "frameworks = ('smolagents', 'langgraph', 'autogen_agentchat', 'autogen_core',"
-        " 'llama_index')\n"
+        " 'llama_index', 'crewai', 'strands', 'mcp', 'agno')\n"
         "loaded = [m for m in sys.modules if m.split('.')[0] in frameworks"
-        " or m.startswith('otel_loopguard.integrations')]\n"
+        " or m.startswith(('otel_loopguard.integrations', 'google.adk'))]\n"
         "assert not loaded, loaded\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
