@@ -458,3 +458,52 @@ def test_openai_agents_stubborn_agent_is_aborted_by_the_tool_input_guardrail(
         s for s in r.spans("reader") if s.attributes.get("openinference.span.kind") == "AGENT"
     ]
     assert_warned_blocked_aborted(r, detector, run)
+
+
+def test_langchain_with_openinference_detections_carry_the_model_calls_usage(
+    langchain_rig: Rig,
+) -> None:
+    """Usage as OpenInference records it (``llm.token_count.*`` on its LLM spans), from a
+    scripted model that reports 100 input and 10 output tokens a call."""
+    from langchain_core.language_models.chat_models import BaseChatModel
+    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+    from langchain_core.tools import tool
+
+    r = langchain_rig
+
+    class Reporting(BaseChatModel):
+        @property
+        def _llm_type(self) -> str:
+            return "reporting-fake"
+
+        def _generate(
+            self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **_: Any
+        ) -> ChatResult:
+            call = {"name": "read_file", "args": {"path": "a.txt"}, "id": f"c{len(messages)}"}
+            usage = {"input_tokens": 100, "output_tokens": 10, "total_tokens": 110}
+            message = AIMessage(content="", tool_calls=[call], usage_metadata=usage)
+            return ChatResult(generations=[ChatGeneration(message=message)])
+
+    @tool
+    def read_file(path: str) -> str:
+        """Read a file."""
+        return "same contents"
+
+    model = Reporting()
+    messages: list[BaseMessage] = [HumanMessage("read a.txt")]
+    with r.tracer.start_as_current_span("agent"):
+        for _ in range(11):
+            reply = model.invoke(messages)
+            messages.append(reply)
+            for call in reply.tool_calls:  # type: ignore[attr-defined]
+                messages.append(read_file.invoke(call))
+    llm = [s for s in r.spans() if s.attributes.get("openinference.span.kind") == "LLM"]
+    assert llm[0].attributes["llm.token_count.prompt"] == 100
+    tools = [s for s in r.spans() if s.attributes.get("openinference.span.kind") == "TOOL"]
+    (warning,) = [e for s in tools for e in events(s)]
+    # The loop's first call was made after the 1st model call: the 2nd to 11th are inside it.
+    assert (warning["loopguard.loop.input_tokens"], warning["loopguard.loop.output_tokens"]) == (
+        1000,
+        100,
+    )

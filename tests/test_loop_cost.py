@@ -338,3 +338,15 @@ def test_the_docs_configurations_load() -> None:
     assert len(blocks) == 2
     for block in blocks:
         LoopGuard(json.loads(block))
+
+
+def test_no_usage_outlives_its_scope() -> None:
+    """A run's totals go with its scope: the next run (a new trace) starts from nothing."""
+    r = rig({"budget": {"tokens": 1000}})
+    for run in range(2):
+        with r.tracer.start_as_current_span(f"invoke_agent run {run}"):
+            for n in range(1, 8):
+                _inference(r, n, _genai(90, 10))  # 700 tokens a run: below the budget
+            verdict = r.guard.check("search", {"query": "x"})
+        assert verdict.action == "none"  # 1400 tokens, had the 1st run's stayed
+    assert r.guard.stats().scopes == 0
