@@ -1,7 +1,9 @@
-"""Expose ``loopguard.detections`` to Prometheus after a loop that survived a compaction.
+"""Expose ``loopguard.detections`` to Prometheus after a loop that survived a compaction, and a
+run stopped by its budget.
 
 The OpenTelemetry Prometheus exporter serves the counter on /metrics; point Prometheus at it with
-collector-config/prometheus.yml's rules and the ``LoopGuardCompactionLoopPersisted`` alert fires.
+collector-config/prometheus.yml's rules and the ``LoopGuardCompactionLoopPersisted`` and
+``LoopGuardBudgetExceeded`` alerts fire.
 
 Run: python examples/prometheus_metrics.py --port 9464    (Ctrl-C, or close stdin, to stop)
      (needs: pip install 'otel-loopguard[prometheus]')
@@ -39,6 +41,12 @@ with tracer.start_as_current_span("invoke_agent worker"):
     for _ in range(3):
         read_file("huge.log")
     verdict = guard.check("read_file", {"path": "huge.log"})
+
+# Another agent, with a budget of three tool calls: its fourth is stopped.
+budgeted = LoopGuard({"budget": {"toolCalls": 3}}, meter_provider=meters, tracer_provider=provider)
+with tracer.start_as_current_span("invoke_agent researcher"):
+    for n in range(4):
+        budgeted.check("search", {"query": f"q{n}"})
 
 server, thread = start_http_server(port, addr="127.0.0.1")
 print(f"{verdict.detector}: serving http://127.0.0.1:{port}/metrics", flush=True)

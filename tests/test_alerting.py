@@ -76,22 +76,28 @@ def prometheus(app: int, tmp_path: Path) -> Iterator[str]:
     process.wait(timeout=30)
 
 
-def test_the_compaction_alert_fires_in_a_real_prometheus(prometheus: str) -> None:
-    deadline = time.monotonic() + 90  # a bound on waiting for the server, not a timing assertion
-    firing: list[dict[str, object]] = []
-    while time.monotonic() < deadline and not firing:
+def firing_alerts(prometheus: str, names: set[str]) -> dict[str, dict[str, object]]:
+    """The firing alerts of these names, waited for (a bound on waiting for the server and its
+    rule evaluations, not a timing assertion)."""
+    deadline = time.monotonic() + 90
+    firing: dict[str, dict[str, object]] = {}
+    while time.monotonic() < deadline and set(firing) != names:
         try:
             alerts = get(f"{prometheus}/api/v1/alerts")["data"]["alerts"]  # type: ignore[index]
         except OSError:
             alerts = []  # not listening yet
-        firing = [
-            a
-            for a in alerts
-            if a["labels"]["alertname"] == "LoopGuardCompactionLoopPersisted"
-            and a["state"] == "firing"
-        ]
-        if not firing:
+        for alert in alerts:
+            name = alert["labels"]["alertname"]
+            if name in names and alert["state"] == "firing":
+                firing[name] = alert
+        if set(firing) != names:
             time.sleep(0.5)
+    return firing
+
+
+def test_the_compaction_alert_fires_in_a_real_prometheus(prometheus: str) -> None:
+    found = firing_alerts(prometheus, {"LoopGuardCompactionLoopPersisted"})
+    firing = list(found.values())
     assert firing, "LoopGuardCompactionLoopPersisted never fired"
     labels = firing[0]["labels"]
     assert labels["gen_ai_tool_name"] == "read_file"  # type: ignore[index]
@@ -100,3 +106,10 @@ def test_the_compaction_alert_fires_in_a_real_prometheus(prometheus: str) -> Non
     query = get(f"{prometheus}/api/v1/query?query=loopguard_detections_total")
     series = query["data"]["result"]  # type: ignore[index]
     assert any(s["metric"]["loopguard_detector"] == "compaction_loop_persisted" for s in series)
+
+
+def test_the_budget_alert_fires_in_a_real_prometheus(prometheus: str) -> None:
+    found = firing_alerts(prometheus, {"LoopGuardBudgetExceeded"})
+    assert "LoopGuardBudgetExceeded" in found, "LoopGuardBudgetExceeded never fired"
+    labels = found["LoopGuardBudgetExceeded"]["labels"]
+    assert labels["service_name"] == "worker"  # type: ignore[index]
