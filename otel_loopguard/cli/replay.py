@@ -18,7 +18,7 @@ from itertools import groupby
 from typing import Any
 
 from ..config.loading import load_config
-from ..config.model import LoopGuardConfig
+from ..config.model import LoopDetectionConfig, LoopGuardConfig
 from ..config.settings import resolve
 from ..engine.replay import Call, Compaction, Spent, replay_events
 from ..engine.usage import NOTHING_SPENT, Usage
@@ -54,6 +54,15 @@ def add_parser(commands: Any) -> None:
         help=(
             "a configuration file to replay with (repeat it to compare several); "
             f"default: {DEFAULT_LABEL}, every other setting at its default"
+        ),
+    )
+    parser.add_argument(
+        "--prices",
+        metavar="PATH",
+        help=(
+            'a file giving model prices ({"prices": {MODEL: {"input": .., "output": .., '
+            '"cached": ..}}, "currency": ..}, per million tokens): what the model calls, '
+            "the loops and the stops cost (default: each configuration's own prices)"
         ),
     )
     parser.add_argument(
@@ -96,12 +105,23 @@ def main(args: argparse.Namespace) -> int:
     configs: list[tuple[str, LoopGuardConfig]] = [
         (path, load_config(path)) for path in args.config or ()
     ] or [(DEFAULT_LABEL, load_config({"enabled": True}))]
+    if args.prices:
+        priced = load_config(args.prices).loop_detection
+        configs = [(label, _priced(config, priced)) for label, config in configs]
     spans: list[RecordedSpan] = []
     for file in args.files:
         spans.extend(_read(file, args.progress))
     results = [(label, _replay_all(spans, config)) for label, config in configs]
     print("\n".join(_report(results, args.files, show_all=args.all)))
     return 0
+
+
+def _priced(config: LoopGuardConfig, priced: LoopDetectionConfig) -> LoopGuardConfig:
+    """``config`` with the prices (and their currency) of ``priced``."""
+    block = config.loop_detection.model_copy(
+        update={"prices": priced.prices, "currency": priced.currency}
+    )
+    return config.model_copy(update={"tools": LoopGuardConfig.from_block(block).tools})
 
 
 def _read(file: str, progress: bool | None) -> list[RecordedSpan]:
