@@ -53,6 +53,19 @@ def test_demo_shows_every_scenario_caught() -> None:
     assert "Traceback" not in result.stderr
 
 
+def test_demo_prints_each_loops_cost_and_what_stopping_saved() -> None:
+    from otel_loopguard.cli.demo import model_tokens
+
+    out = run("demo", "--no-color", "--scenario", "repeated-read").stdout
+    (line,) = [line for line in out.splitlines() if line.startswith("  tokens:")]
+    made = sum(sum(model_tokens(n)) for n in range(1, 23))  # aborted at the 22nd call
+    # The loop: from the 2nd model call (after the loop's first call) to the 22nd.
+    loop = made - sum(model_tokens(1))
+    saved = sum(sum(model_tokens(n)) for n in range(23, 61))
+    assert line.startswith(f"  tokens: {made} in model calls; the loop: {loop} (cost ")
+    assert f"stopping it saved {saved}" in line
+
+
 def shown(out: str, number: str, tool: str, verdict: str) -> bool:
     """Whether the demo printed ``verdict`` on the line of call ``number`` (a call of ``tool``)."""
     return any(

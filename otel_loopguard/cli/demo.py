@@ -43,6 +43,21 @@ class ScenarioRun:
     scenario: Scenario
     steps: list[Step] = field(default_factory=list)
     ending: str = ""
+    trace_id: int = 0
+    spent: int = 0
+    """Tokens of the model calls the run made."""
+    unmade: int = 0
+    """Tokens the calls the guard stopped would have spent, up to the demo's step limit."""
+
+
+MODEL = "demo-model"
+PRICE = {"input": 2.0, "output": 8.0}
+"""A made-up price per million tokens, for the demo's made-up model."""
+
+
+def model_tokens(step: int) -> tuple[int, int]:
+    """The scripted model's usage at a step: its context grows with the conversation."""
+    return 1200 + 60 * step, 40
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +73,7 @@ class Scenario:
 
 
 DEMO_CONFIG: dict[str, Any] = {
-    "tools": {"loopDetection": {"enabled": True}},
+    "tools": {"loopDetection": {"enabled": True, "prices": {MODEL: PRICE}}},
     "agents": {
         "list": [{"id": "patient-agent", "tools": {"loopDetection": {"abortAfterCriticals": 0}}}]
     },
@@ -187,11 +202,16 @@ def run_scenario(
     run = ScenarioRun(scenario)
     tools = _Tools(guard)
     attributes = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": scenario.agent}
-    with tracer.start_as_current_span(f"invoke_agent {scenario.name}", attributes=attributes):
+    with tracer.start_as_current_span(
+        f"invoke_agent {scenario.name}", attributes=attributes
+    ) as agent:
+        run.trace_id = agent.get_span_context().trace_id
         for number, (tool, args) in enumerate(scenario.script(), 1):
             if number > max_steps:
                 run.ending = f"stopped by the demo after {max_steps} steps"
                 break
+            _model_call(tracer, number)
+            run.spent += sum(model_tokens(number))
             if tool == COMPACT:
                 with tracer.start_as_current_span(
                     "compaction", attributes={"loopguard.compaction": True}
@@ -230,4 +250,22 @@ def run_scenario(
             run.steps.append(
                 Step(number, tool, text, outcome, verdict.detector, verdict.count, verdict.message)
             )
+    if run.ending.startswith("run stopped"):
+        last = run.steps[-1].number
+        run.unmade = sum(sum(model_tokens(n)) for n in range(last + 1, max_steps + 1))
     return run
+
+
+def _model_call(tracer: trace.Tracer, number: int) -> None:
+    """The scripted model's call that proposes step ``number``, with its usage."""
+    tokens_in, tokens_out = model_tokens(number)
+    with tracer.start_as_current_span(
+        f"chat {MODEL}", attributes={"gen_ai.operation.name": "chat"}
+    ) as span:
+        span.set_attributes(
+            {
+                "gen_ai.request.model": MODEL,
+                "gen_ai.usage.input_tokens": tokens_in,
+                "gen_ai.usage.output_tokens": tokens_out,
+            }
+        )

@@ -250,7 +250,7 @@ def _demo(args: argparse.Namespace) -> int:
     spans = memory.get_finished_spans()
     events = sum(1 for s in spans for e in s.events if e.name == "loopguard.loop_detected")
     color = not args.no_color and sys.stdout.isatty() and "NO_COLOR" not in os.environ
-    print(render(runs, len(spans), events, _detections(reader), color=color))
+    print(render(runs, len(spans), events, _detections(reader), color=color, loops=_loops(spans)))
     provider.shutdown()
     meters.force_flush()  # the OTLP metric reader exports only when asked to (see metric_reader)
     meters.shutdown()
@@ -269,6 +269,23 @@ def _demo(args: argparse.Namespace) -> int:
             "(or any detector name)."
         )
     return 0
+
+
+def _loops(spans: Sequence[ReadableSpan]) -> dict[int, tuple[int, float]]:
+    """Per trace, what its costliest detection's loop spent (tokens, cost), as events say."""
+    found: dict[int, tuple[int, float]] = {}
+    for span in spans:
+        for event in span.events:
+            attributes = event.attributes or {}
+            tokens_in = attributes.get("loopguard.loop.input_tokens")
+            tokens_out = attributes.get("loopguard.loop.output_tokens")
+            if not isinstance(tokens_in, int) or not isinstance(tokens_out, int):
+                continue
+            cost = attributes.get("loopguard.loop.cost")
+            loop = (tokens_in + tokens_out, float(cost) if isinstance(cost, int | float) else 0.0)
+            trace_id = span.context.trace_id if span.context is not None else 0
+            found[trace_id] = max(found.get(trace_id, loop), loop)
+    return found
 
 
 def _detections(reader: InMemoryMetricReader) -> dict[str, int]:

@@ -43,7 +43,18 @@ def _calls(steps: Sequence[Step]) -> str:
     return f"{distinct[0]} (+{len(distinct) - 1} other argument sets)"
 
 
-def _lines(run: ScenarioRun, color: bool) -> Iterable[str]:
+def _cost_line(run: ScenarioRun, loop: tuple[int, float] | None) -> str:
+    """What the run's model calls spent, what its loop cost, what stopping it saved."""
+    text = f"  tokens: {run.spent} in model calls"
+    if loop is not None:
+        tokens, cost = loop
+        text += f"; the loop: {tokens}" + (f" (cost {cost:.4f})" if cost else "")
+    if run.unmade:
+        text += f"; stopping it saved {run.unmade} (the script would have run to its limit)"
+    return text
+
+
+def _lines(run: ScenarioRun, color: bool, loop: tuple[int, float] | None = None) -> Iterable[str]:
     yield _paint(f"== {run.scenario.name}: {run.scenario.title}", "1", color)
     for _, group in groupby(run.steps, key=_group_key):
         steps = list(group)
@@ -61,6 +72,7 @@ def _lines(run: ScenarioRun, color: bool) -> Iterable[str]:
             yield f"            -> {step.message}"
     if run.ending:
         yield f"  {_paint('=> ' + run.ending, '1', color)}"
+    yield _cost_line(run, loop)
     yield ""
 
 
@@ -70,11 +82,13 @@ def render(
     events: int,
     detections: dict[str, int],
     color: bool = False,
+    loops: dict[int, tuple[int, float]] | None = None,
 ) -> str:
-    """The whole report: every scenario, then what reached the telemetry pipeline."""
+    """The whole report: every scenario (``loops``: each trace's costliest detection, as its
+    events say: tokens and cost), then what reached the telemetry pipeline."""
     out: list[str] = []
     for run in runs:
-        out.extend(_lines(run, color))
+        out.extend(_lines(run, color, (loops or {}).get(run.trace_id)))
     out.append(_paint("== telemetry", "1", color))
     out.append(f"  spans exported: {spans}; loopguard.loop_detected events: {events}")
     for key, value in sorted(detections.items()):
