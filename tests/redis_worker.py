@@ -42,25 +42,33 @@ class Agent:
         self.provider.add_span_processor(LoopGuardSpanProcessor(self.guard, downstream=downstream))
         self.tracer = self.provider.get_tracer("worker")
 
-    def call(self, conversation: str, tool: str, args: Any, result: str) -> dict[str, Any]:
+    def call(
+        self, conversation: str, tool: str, args: Any, result: str, tokens: int = 0
+    ) -> dict[str, Any]:
         """A turn with one tool call (arguments at the span's start, ``guard.check()`` inside,
-        the result at its end, as pydantic-ai does): its verdict and the span's annotations."""
+        the result at its end, as pydantic-ai does), after a model call that spent ``tokens``
+        input tokens if any: its verdict and the span's annotations."""
         attributes = {
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.name": tool,
             "gen_ai.tool.call.arguments": json.dumps(args),
         }
-        with (
-            self.tracer.start_as_current_span(
-                "invoke_agent chat", attributes={"gen_ai.conversation.id": conversation}
-            ),
-            self.tracer.start_as_current_span(
-                f"execute_tool {tool}", attributes=attributes
-            ) as span,
+        with self.tracer.start_as_current_span(
+            "invoke_agent chat", attributes={"gen_ai.conversation.id": conversation}
         ):
-            verdict = self.guard.check()
-            if not verdict.blocked:  # a blocked call is not run: no result
-                span.set_attribute("gen_ai.tool.call.result", result)
+            if tokens:
+                with self.tracer.start_as_current_span(
+                    "chat model", attributes={"gen_ai.operation.name": "chat"}
+                ) as model:
+                    model.set_attributes(
+                        {"gen_ai.usage.input_tokens": tokens, "gen_ai.usage.output_tokens": 0}
+                    )
+            with self.tracer.start_as_current_span(
+                f"execute_tool {tool}", attributes=attributes
+            ) as span:
+                verdict = self.guard.check()
+                if not verdict.blocked:  # a blocked call is not run: no result
+                    span.set_attribute("gen_ai.tool.call.result", result)
         (tool_span,) = [s for s in self.exporter.get_finished_spans() if s.name.startswith("exe")]
         self.exporter.clear()
         return {"verdict": seen(verdict), **annotations(tool_span)}
@@ -92,8 +100,7 @@ def serve(pipe: Connection, url: str, prefix: str, config: dict[str, Any], timeo
         if message == "done":
             pipe.send({"counts": agent.counts(), "fallbacks": agent.guard.stats().fallbacks})
             return
-        conversation, tool, args, result = message
-        pipe.send(agent.call(conversation, tool, args, result))
+        pipe.send(agent.call(*message))
 
 
 def hammer(

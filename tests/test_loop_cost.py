@@ -356,3 +356,47 @@ def test_no_usage_outlives_its_scope() -> None:
             verdict = r.guard.check("search", {"query": "x"})
         assert verdict.action == "none"  # 1400 tokens, had the 1st run's stayed
     assert r.guard.stats().scopes == 0
+
+
+def test_a_budget_stops_a_conversation_served_by_two_processes(
+    redis_server: Any, prefix: str
+) -> None:
+    """Two worker processes (spawned: nothing shared but the Redis server) serve the turns of one
+    conversation in turn, each a model call of 100 tokens and a new search: the conversation's
+    1000-token budget stops it at the 10th turn, whichever worker serves it."""
+    import multiprocessing
+
+    from .redis_worker import serve
+
+    spawn = multiprocessing.get_context("spawn")
+    config = {"scope": "conversation", "budget": {"tokens": 1000}}
+    pipes, workers = [], []
+    for _ in range(2):
+        ours, theirs = spawn.Pipe()
+        worker = spawn.Process(
+            target=serve, args=(theirs, redis_server.url, prefix, config, 10.0), daemon=True
+        )
+        worker.start()
+        pipes.append(ours)
+        workers.append(worker)
+    try:
+        seen = []
+        for n in range(12):
+            pipe = pipes[n % 2]
+            pipe.send(("conv-9", "search", {"query": f"q{n}"}, f"result {n}", 100))
+            assert pipe.poll(120), "a worker did not answer"  # a bound, not a timing
+            seen.append(pipe.recv()["verdict"])
+        for pipe in pipes:
+            pipe.send("done")
+            assert pipe.poll(120)
+            pipe.recv()
+    finally:
+        for worker in workers:
+            worker.join(timeout=60)
+            if worker.is_alive():
+                worker.kill()
+    # The warning (at 800 tokens) and the abort (at 1000) come as the model calls end; the
+    # tool calls see the abort flag.
+    actions = [verdict[1] for verdict in seen]
+    assert actions == ["none"] * 9 + ["abort"] * 3
+    assert seen[9][2] == "budget_exceeded"
