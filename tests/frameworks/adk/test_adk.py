@@ -13,10 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import os
-import re
-import subprocess
-import sys
 from collections.abc import AsyncGenerator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,7 +39,7 @@ from otel_loopguard.integrations.adk import guard_agent
 from otel_loopguard.testing import loop_events
 
 from ...helpers import Rig, rig, tool_span
-from .. import stubborn
+from .. import pages, stubborn
 
 ROOT = Path(__file__).resolve().parents[3]
 DOCS = ROOT / "docs" / "frameworks" / "adk.md"
@@ -381,8 +377,6 @@ def test_without_content_on_spans_the_adapter_gives_the_results_and_stops_the_ru
 def test_docs_example_runs() -> None:
     """docs/frameworks/adk.md's code, run as written in a fresh process (it sets the global
     provider), with the stubborn model and the tools as ``model`` and ``read_file``."""
-    blocks = re.findall(r"```python\n(.*?)```", DOCS.read_text(), re.DOTALL)
-    assert blocks
     prelude = (
         "from otel_loopguard import LoopGuard\n"
         "from tests.frameworks import stubborn\n"
@@ -391,15 +385,5 @@ def test_docs_example_runs() -> None:
         "model = Stubborn(script=stubborn.REPEAT, log=_log)\n"
         "read_file = tools(_log)[0]\n"
     )
-    env = {**os.environ, CAPTURE: "SPAN_ONLY", "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        [sys.executable, "-c", prelude + "\n".join(blocks)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "stopped: generic_repeat" in done.stdout
+    out = pages.run_page(DOCS, prelude, env={CAPTURE: "SPAN_ONLY"})
+    assert "stopped: generic_repeat" in out

@@ -8,8 +8,6 @@ import json
 import logging
 import os
 import re
-import subprocess
-import sys
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -33,7 +31,7 @@ from otel_loopguard.integrations.agno import MISSING_TOOL, guard_agent
 from otel_loopguard.testing import loop_events
 
 from ...helpers import Rig, rig
-from .. import stubborn
+from .. import pages, stubborn
 
 os.environ["AGNO_TELEMETRY"] = "false"  # no call home from a test
 
@@ -354,32 +352,15 @@ def test_an_agent_without_a_model_object_is_refused(r: Rig) -> None:
 
 
 def test_the_page_says_what_was_tested() -> None:
-    page = PAGE.read_text()
-    for line in REQUIREMENTS.read_text().split():
-        name, version = line.split("==")
-        if name != "pytest":
-            assert f"{name} {version}" in page, name
+    pages.assert_names_tested_versions(PAGE, REQUIREMENTS)
 
 
 def test_the_page_code_runs() -> None:
     """The page's python blocks, in order, with ``model`` a stubborn scripted model."""
-    blocks = re.findall(r"```python\n(.*?)```", PAGE.read_text(), flags=re.DOTALL)
-    assert blocks
-    wiring = blocks[0]
-    assert len([line for line in wiring.splitlines() if line.strip()]) <= 15
     prelude = (
         "from tests.frameworks.agno.test_agno import StubbornModel, read_file\n"
         "from tests.frameworks import stubborn\n"
         "model = StubbornModel(script=stubborn.REPEAT)\n"
     )
-    code = prelude + "\n".join(blocks)
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-        env={**os.environ, "AGNO_TELEMETRY": "false"},
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip().splitlines()[-1] == "generic_repeat"
+    out = pages.run_page(PAGE, prelude, env={"AGNO_TELEMETRY": "false"})
+    assert out.strip().splitlines()[-1] == "generic_repeat"

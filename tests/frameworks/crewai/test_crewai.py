@@ -12,9 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import subprocess
-import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,7 +39,7 @@ from otel_loopguard.engine.additions import SEPARATOR
 from otel_loopguard.integrations.crewai import CrewAIGuard, guard_agent
 
 from ...helpers import Rig, rig
-from .. import stubborn
+from .. import pages, stubborn
 
 # No telemetry to CrewAI's servers, no trace upload prompt: set before any Crew is made.
 os.environ.update(CREWAI_DISABLE_TELEMETRY="true", CREWAI_TRACING_ENABLED="false")
@@ -324,20 +321,13 @@ def test_guarding_twice_gives_the_same_hooks(r: Rig, fresh: list[CrewAIGuard]) -
 
 
 def test_the_page_names_the_tested_versions() -> None:
-    page = PAGE.read_text()
-    for line in REQUIREMENTS.read_text().split():
-        name, version = line.split("==")
-        if name != "pytest":
-            assert f"{name} {version}" in page, name
+    pages.assert_names_tested_versions(PAGE, REQUIREMENTS)
 
 
 def test_the_page_code_runs() -> None:
     """The page's python blocks, in order, with ``llm`` a stubborn scripted model and a
     ``read_file`` whose result carries the time it was read (CrewAI's own repeat check never
     fires on it), in a process of its own (OpenInference instruments CrewAI process-wide)."""
-    blocks = re.findall(r"```python\n(.*?)```", PAGE.read_text(), flags=re.DOTALL)
-    assert blocks
-    assert len([line for line in blocks[0].splitlines() if line.strip()]) <= 15
     prelude = (
         "import os\n"
         "os.environ.update(CREWAI_DISABLE_TELEMETRY='true', CREWAI_TRACING_ENABLED='false')\n"
@@ -348,9 +338,5 @@ def test_the_page_code_runs() -> None:
         "provider = TracerProvider()\n"
         "llm = StubbornLLM(model='stubborn', script=stubborn.REPEAT)\n"
     )
-    code = prelude + "\n".join(blocks)
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip().splitlines()[-1] == "generic_repeat"
+    out = pages.run_page(PAGE, prelude)
+    assert out.strip().splitlines()[-1] == "generic_repeat"

@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
-import subprocess
-import sys
 from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -26,7 +23,7 @@ from otel_loopguard import CompactionLoopPersisted, LoopGuard, ToolLoopBlocked
 from otel_loopguard.integrations.strands import LoopGuardHooks, guard_agent, with_warning
 
 from ...helpers import Rig, rig
-from .. import stubborn
+from .. import pages, stubborn
 
 ROOT = Path(__file__).resolve().parents[3]
 PAGE = ROOT / "docs" / "frameworks" / "strands.md"
@@ -311,27 +308,15 @@ def test_a_warning_goes_into_the_result_as_strands_shapes_it() -> None:
 
 
 def test_the_page_says_what_was_tested() -> None:
-    page = PAGE.read_text()
-    for line in REQUIREMENTS.read_text().split():
-        name, version = line.split("==")
-        if name != "pytest":
-            assert f"{name} {version}" in page, name
+    pages.assert_names_tested_versions(PAGE, REQUIREMENTS)
 
 
 def test_the_page_code_runs() -> None:
     """The page's python blocks, in order, with ``model`` a stubborn scripted model."""
-    blocks = re.findall(r"```python\n(.*?)```", PAGE.read_text(), flags=re.DOTALL)
-    assert blocks
-    wiring = blocks[0]
-    assert len([line for line in wiring.splitlines() if line.strip()]) <= 15
     prelude = (
         "from tests.frameworks.strands.test_strands import StubbornModel, read_file\n"
         "from tests.frameworks import stubborn\n"
         "model = StubbornModel(stubborn.REPEAT)\n"
     )
-    code = prelude + "\n".join(blocks)
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip().splitlines()[-1] == "generic_repeat"
+    out = pages.run_page(PAGE, prelude)
+    assert out.strip().splitlines()[-1] == "generic_repeat"
