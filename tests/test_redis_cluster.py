@@ -29,7 +29,10 @@ def cluster() -> Iterator[RedisClusterServers]:
 
 
 def cluster_store(cluster: RedisClusterServers, prefix: str) -> RedisStore:
-    return RedisStore(client=cluster.client(), key_prefix=prefix)
+    # A generous bound on each update (conflicts retried included), as the multi-process tests
+    # give theirs: these tests are about what is shared, and a loaded 2-core machine can take
+    # more than the default 50 ms for a retried update, which would count as a fallback.
+    return RedisStore(client=cluster.client(), key_prefix=prefix, timeout=10.0)
 
 
 def levels_of(guards: list[LoopGuard]) -> dict[str, list[str]]:
