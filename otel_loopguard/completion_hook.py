@@ -43,8 +43,8 @@ from .engine.state import Decision, ScopeState
 from .engine.verdict import Verdict
 from .otel import reader
 from .otel.annotations import Mark
-from .otel.lifecycle import mark_of
 from .otel.live import LiveSpan
+from .otel.outcomes import mark_of
 from .otel.runtime import Runtime, runtime_of
 
 __all__ = [

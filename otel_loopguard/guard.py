@@ -23,9 +23,9 @@ from .engine.verdict import OK, Verdict, exception_for
 from .otel import conventions
 from .otel.annotations import Mark
 from .otel.errors import strict_mode
-from .otel.lifecycle import mark_of
 from .otel.live import DEFAULT_SCOPE, LiveSpan, trace_scope
 from .otel.metrics import observe_store
+from .otel.outcomes import mark_of
 from .otel.runtime import Runtime
 from .otel.suppress import suppressed
 from .tool import guarded_tool

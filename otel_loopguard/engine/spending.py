@@ -7,7 +7,7 @@ bookkeeping over its running totals, no clock of their own.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..config.settings import ResolvedConfig
 from .budget import judge
@@ -18,7 +18,7 @@ from .usage import Usage
 if TYPE_CHECKING:
     from .state import ScopeState
 
-__all__ = ["loop_start", "within_budget"]
+__all__ = ["costs", "loop_start", "within_budget"]
 
 
 def within_budget(
@@ -69,3 +69,16 @@ def loop_start(history: Sequence[CallRecord], finding: Finding, call: ProposedCa
             first = record
             wanted -= 1
     return None if first is None else first.spent
+
+
+def costs(state: ScopeState, start: Usage | None, annotate: bool) -> dict[str, Any]:
+    """A decision's cost fields: what its loop cost (``start``: the total when the loop's first
+    call was made) and, for a detection logged and counted, the share no earlier one counted
+    (the loop-tokens counter never counts a token twice)."""
+    if start is None:
+        return {}
+    burned = None
+    if annotate:
+        burned = state.usage.since(start.latest(state.loop_counted))
+        state.loop_counted = state.usage
+    return {"loop": state.usage.since(start), "burned": burned, "model": state.model}

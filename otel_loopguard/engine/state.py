@@ -7,15 +7,14 @@ own: the store's lock guards every method call.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import Any, NamedTuple, Protocol
+from dataclasses import dataclass, field
+from typing import NamedTuple, Protocol
 
 from ..config.settings import ResolvedConfig
-from . import spending
+from . import escalation, spending
 from .compaction import CompactionGuard
-from .detectors import Finding, evaluate
+from .detectors import evaluate
 from .digests import OutcomeDigest
-from .messages import abort_message
 from .records import CallRecord, ProposedCall
 from .usage import NOTHING_SPENT, Usage
 from .verdict import OK, Verdict
@@ -160,15 +159,20 @@ class ScopeState:
             if finding is None:
                 found.append(None)
             else:
-                verdict, intended = self._decided(finding.verdict, cfg)
+                verdict, intended = escalation.decided(self, finding.verdict, cfg)
                 start = spending.loop_start(projected, finding, call) if self.usage.tokens else None
                 if verdict.blocked:
                     return self._block_batch(calls, call, verdict, cfg, agent, start)
                 # De-duplicated as it is judged, as OpenClaw does: a warning of a batch that a
                 # later call blocks still counts as given.
-                annotate = self._should_annotate(finding, cfg)
+                annotate = escalation.should_annotate(self, finding, cfg)
                 found.append(
-                    Decision(verdict, annotate, intended=intended, **self._costs(start, annotate))
+                    Decision(
+                        verdict,
+                        annotate,
+                        intended=intended,
+                        **spending.costs(self, start, annotate),
+                    )
                 )
             projected.append(CallRecord(tool=call.tool, args_fp=call.args_fp, outcome="veto"))
         decisions: list[Decision] = []
@@ -183,17 +187,6 @@ class ScopeState:
             decisions.append(decision)
         return decisions
 
-    def _costs(self, start: Usage | None, annotate: bool) -> dict[str, Any]:
-        """What a detection's loop cost (``start``: the total when its first call was made),
-        and, for one that is logged and counted, the share no earlier one counted."""
-        if start is None:
-            return {}
-        burned = None
-        if annotate:
-            burned = self.usage.since(start.latest(self.loop_counted))
-            self.loop_counted = self.usage
-        return {"loop": self.usage.since(start), "burned": burned, "model": self.model}
-
     def _block_batch(
         self,
         calls: list[tuple[ProposedCall, str | None]],
@@ -203,7 +196,7 @@ class ScopeState:
         agent: str | None,
         start: Usage | None,
     ) -> list[Decision]:
-        costs = self._costs(start, annotate=True)
+        costs = spending.costs(self, start, annotate=True)
         decisions: list[Decision] = []
         for call, call_id in calls:
             record: CallRecord | None = None
@@ -211,7 +204,7 @@ class ScopeState:
                 record = CallRecord(
                     tool=call.tool, args_fp=call.args_fp, call_id=call_id, agent=agent
                 )
-                self._veto(record, verdict, cfg)
+                escalation.veto(self.history, record, verdict, cfg)
                 self._append(record)
             # One detection for the batch: the first call it blocks carries the event.
             decision = Decision(verdict=verdict, annotate=not decisions, record=record)
@@ -331,7 +324,7 @@ class ScopeState:
         if result.outcome == "veto":
             # The tool reported a loop veto of its own (OpenClaw's): a blocked call.
             if cfg.veto_continues_streak and cfg.veto_carries_outcome:
-                self._continue_streak(record, same_args=True)
+                escalation.continue_streak(self.history, record, same_args=True)
             return None
         if not cfg.active or self.compaction is None:  # the guard runs unless enabled=false
             return None
@@ -390,20 +383,20 @@ class ScopeState:
         if finding is None:  # most calls: nothing fired
             self._append(record)
             return Decision(verdict=OK, annotate=False, record=record)
-        verdict, intended = self._decided(finding.verdict, cfg)
+        verdict, intended = escalation.decided(self, finding.verdict, cfg)
         start = spending.loop_start(self.history, finding, call) if self.usage.tokens else None
         if verdict.blocked:
-            self._veto(record, verdict, cfg)
+            escalation.veto(self.history, record, verdict, cfg)
         self._append(record)
         if verdict.aborted:
             self.abort = verdict
-        annotate = self._should_annotate(finding, cfg)
+        annotate = escalation.should_annotate(self, finding, cfg)
         return Decision(
             verdict=verdict,
             annotate=annotate,
             record=record,
             intended=intended,
-            **self._costs(start, annotate),
+            **spending.costs(self, start, annotate),
         )
 
     def spend(
@@ -430,42 +423,6 @@ class ScopeState:
             self.abort = found.verdict
         return found.verdict
 
-    def _decided(self, verdict: Verdict, cfg: ResolvedConfig) -> tuple[Verdict, Verdict | None]:
-        """A detector's verdict as given: escalated if critical, and in observe-only mode a
-        warning (with what would have been enforced)."""
-        if verdict.level == "critical":
-            verdict = self._escalated(verdict, cfg)
-        if cfg.observe_only and verdict.blocked:
-            return replace(verdict, action="warn"), verdict
-        return verdict, None
-
-    def _veto(self, record: CallRecord, verdict: Verdict, cfg: ResolvedConfig) -> None:
-        """Make ``record`` the veto of a blocked call."""
-        record.outcome = "veto"
-        # Ours: a veto carries on the outcome it vetoed, so an unknown-tool streak and a
-        # ping-pong's evidence go on too; OpenClaw's veto is a bare veto record.
-        if cfg.veto_continues_streak and cfg.veto_carries_outcome:
-            self._continue_streak(record, same_args=verdict.detector != "unknown_tool_repeat")
-
-    def _escalated(self, verdict: Verdict, cfg: ResolvedConfig) -> Verdict:
-        """Count a critical verdict; the ``abortAfterCriticals``-th of a scope aborts the run
-        (OpenClaw's agent runner: the first blocks, the model gets one more response)."""
-        self.criticals += 1
-        limit = cfg.abort_after_criticals
-        if verdict.aborted or not limit or self.criticals < limit:
-            return verdict
-        return replace(
-            verdict,
-            action="abort",
-            message=abort_message(
-                verdict.detector or "",
-                verdict.tool_name or "",
-                verdict.count,
-                verdict.paired_tool,
-                self.criticals,
-            ),
-        )
-
     def _append(self, record: CallRecord) -> None:
         history, counts = self.history, self.counts
         if len(history) >= self.history_size:
@@ -481,30 +438,3 @@ class ScopeState:
         history.append(record)
         fp = record.args_fp
         counts[fp] = counts.get(fp, 0) + 1
-
-    def _continue_streak(self, veto: CallRecord, *, same_args: bool) -> None:
-        """A veto counts as one more outcome identical to the newest one it vetoed, so a model that
-        keeps retrying a blocked call reaches the circuit breaker.
-
-        An unknown-tool streak is one of the tool whatever its arguments, so it continues too.
-        """
-        for record in reversed(self.history):
-            same = record.args_fp == veto.args_fp if same_args else record.tool == veto.tool
-            if same and (record.result_fp is not None or record.unknown_tool is not None):
-                veto.result_fp = record.result_fp
-                veto.unknown_tool = record.unknown_tool
-                return
-
-    def _should_annotate(self, finding: Finding, cfg: ResolvedConfig) -> bool:
-        verdict = finding.verdict
-        if verdict.level != "warning":
-            return True
-        key = (verdict.detector, finding.signature)
-        bucket = verdict.count // cfg.warning_threshold
-        previous = self.warned.get(key, 0)
-        if bucket < previous and not cfg.rewarn_after_fading:
-            return False  # OpenClaw: a key's bucket only ever rises
-        self.warned[key] = bucket
-        if len(self.warned) > 4 * self.history_size:
-            self.warned.pop(next(iter(self.warned)))
-        return bucket > previous
