@@ -10,6 +10,7 @@ from typing import Any, ParamSpec, TypeVar, overload
 
 from opentelemetry import metrics, trace
 
+from .arguments import Misuse, batch_arguments, check_arguments
 from .config.environment import kill_switch, switched_off
 from .config.loading import ConfigSource, load_config
 from .config.model import LoopGuardConfig
@@ -23,7 +24,7 @@ from .engine.verdict import OK, Verdict, exception_for
 from .otel import conventions
 from .otel.annotations import Mark
 from .otel.errors import strict_mode
-from .otel.live import DEFAULT_SCOPE, LiveSpan, trace_scope
+from .otel.live import DEFAULT_SCOPE, scope_key_of, shown_on
 from .otel.metrics import observe_store
 from .otel.outcomes import mark_of
 from .otel.runtime import Runtime
@@ -93,7 +94,7 @@ class LoopGuard:
         (it is logged once per kind, and the call is let through).
         """
         if name is not None or call_id is not None or scope is not None or agent is not None:
-            _check_arguments(name, call_id, scope, agent)
+            check_arguments(name, call_id, scope, agent)
             name, call_id, scope, agent = (
                 None if value is None else bounded(value) for value in (name, call_id, scope, agent)
             )
@@ -121,13 +122,13 @@ class LoopGuard:
             # adopt that verdict, unless the scope has aborted since (the shared flag, as of
             # that evaluation at the latest: no second round trip to a shared store).
             return self._store.abort(scope or own.scope_key) or own.verdict
-        scope_key = _scope_key(scope, live, context)
+        scope_key = scope_key_of(scope, live, context)
         agent = agent or (live.agent if live else None)
         in_tool_span, span_view = self._view_of(current)
         asked_by_name = name is not None
         if name is None:
             if not in_tool_span:
-                raise _Misuse(
+                raise Misuse(
                     "guard.check() without a tool name must run inside a tool span (one with "
                     "gen_ai.operation.name='execute_tool', openinference.span.kind='TOOL' or "
                     "traceloop.span.kind='tool'); otherwise call guard.check(name, args)"
@@ -150,7 +151,7 @@ class LoopGuard:
         # there is none does the span that adopts the call show it.
         here = current if in_span and current.is_recording() else None
         if not in_span:
-            here = _shown_on(current, live)
+            here = shown_on(current, live)
         if in_span:
             decision = self._store.update(
                 scope_key, ScopeState.for_span, context.span_id, call, cfg, call_id, agent
@@ -209,9 +210,9 @@ class LoopGuard:
         order. Raises ``ValueError`` for arguments it cannot use; an internal error never
         escapes (logged once per kind; every call is let through).
         """
-        batch = _batch_arguments(calls)
+        batch = batch_arguments(calls)
         if scope is not None or agent is not None:
-            _check_arguments(None, None, scope, agent)
+            check_arguments(None, None, scope, agent)
             scope = None if scope is None else bounded(scope)
             agent = None if agent is None else bounded(agent)
         return self._answered(
@@ -225,7 +226,7 @@ class LoopGuard:
         once per kind and ``fallback`` (the calls let through) is returned instead."""
         try:
             return answer(*args, **kwargs)
-        except _Misuse as misuse:
+        except Misuse as misuse:
             raise ValueError(str(misuse)) from None  # the caller's to fix: no private type
         except Exception as exc:
             failure = exc
@@ -242,7 +243,7 @@ class LoopGuard:
         runtime = self._runtime
         current, live = runtime.current()
         context = current.get_span_context()
-        scope_key = _scope_key(scope, live, context)
+        scope_key = scope_key_of(scope, live, context)
         agent = agent or (live.agent if live else None)
         if batch and not scope and live is None and not context.is_valid:
             self._unscoped(batch[0][0])
@@ -253,7 +254,7 @@ class LoopGuard:
             (runtime.digest.call(name, args, cfg), call_id) for name, args, call_id in batch
         ]
         # No span of these calls exists yet: shown on the span the agent asked from.
-        here = _shown_on(current, live)
+        here = shown_on(current, live)
         decisions = self._store.update(
             scope_key, ScopeState.ask_batch, proposed, cfg, agent, shown=here is not None
         )
@@ -300,7 +301,7 @@ class LoopGuard:
         call failed with this message. Raises ``ValueError`` for arguments it cannot use; an
         internal error never escapes.
         """
-        _check_arguments(name, call_id, scope, agent)
+        check_arguments(name, call_id, scope, agent)
         if not isinstance(call_id, str) or not isinstance(name, str) or not name:
             raise ValueError("record_result needs the tool's name and the call's call_id (str)")
         if error is not None and not isinstance(error, str):
@@ -329,7 +330,7 @@ class LoopGuard:
         runtime = self._runtime
         current, live = runtime.current()
         context = current.get_span_context()
-        scope_key = _scope_key(scope, live, context)
+        scope_key = scope_key_of(scope, live, context)
         cfg = self.settings.for_agent(agent or (live.agent if live else None))
         if not cfg.active:
             return
@@ -350,12 +351,12 @@ class LoopGuard:
     def abort_verdict(self, *, scope: str | None = None) -> Verdict | None:
         """The abort that stopped the scope's run (the current scope when not given), if one
         did: for a step callback or a graph edge that ends the run."""
-        _check_arguments(None, None, scope, None)
+        check_arguments(None, None, scope, None)
         return self._store.abort(scope or self._runtime.current_scope(), fresh=True)
 
     def notify_compaction(self, *, scope: str | None = None) -> None:
         """A compaction retry happened: arm the post-compaction guard for the scope."""
-        _check_arguments(None, None, scope, None)
+        check_arguments(None, None, scope, None)
         key = scope or self._runtime.current_scope()
         self._store.update(key, ScopeState.arm_compaction)
 
@@ -419,7 +420,7 @@ class LoopGuard:
             "span (or its tool span), or pass scope= (a run, conversation or session id)."
         )
         if strict_mode():
-            raise _Misuse(text)
+            raise Misuse(text)
         self._warned_unscoped = True
         _logger.warning(text)
 
@@ -437,59 +438,3 @@ def _store_of(g: GlobalSettings) -> Store:
         key_prefix=g.store_key_prefix,
         max_scopes=g.max_scopes,
     )
-
-
-class _Misuse(ValueError):
-    """A call of the agent-facing API that cannot be answered: raised to the caller."""
-
-
-def _shown_on(current: trace.Span, live: LiveSpan | None) -> trace.Span | None:
-    """Where an ask's detection is shown: the span the agent asked from, else the nearest
-    live span above it; ``None`` when there is none (the span adopting the call shows it)."""
-    if current.is_recording():
-        return current
-    span = live.span() if live is not None else None
-    return span if span is not None and span.is_recording() else None
-
-
-def _scope_key(scope: str | None, live: LiveSpan | None, context: trace.SpanContext) -> str:
-    """The scope a call belongs to: given, its run's, its trace's, or the shared default."""
-    if scope:
-        return scope
-    if live is not None:
-        return live.scope_key
-    if context.is_valid:
-        return trace_scope(context.trace_id)
-    return DEFAULT_SCOPE
-
-
-def _batch_arguments(calls: object) -> list[tuple[str, object, str | None]]:
-    """``check_batch``'s calls as (name, args, call_id) triples, each checked and bounded."""
-    if isinstance(calls, str | bytes | dict) or not isinstance(calls, Sequence):
-        raise ValueError(
-            f"calls: got {type(calls).__name__}; allowed: a list of (name, args) or "
-            "(name, args, call_id) tuples"
-        )
-    batch: list[tuple[str, object, str | None]] = []
-    for index, call in enumerate(calls):
-        if not isinstance(call, tuple | list) or len(call) not in (2, 3):
-            raise ValueError(
-                f"calls[{index}]: got {call!r:.80}; allowed: (name, args) or (name, args, call_id)"
-            )
-        name, args, call_id = (*call, None) if len(call) == 2 else call
-        try:
-            if not isinstance(name, str) or not name:
-                raise ValueError(f"name: got {name!r:.80}; allowed: a non-empty tool name (str)")
-            _check_arguments(name, call_id, None, None)
-        except ValueError as exc:
-            raise ValueError(f"calls[{index}]: {exc}") from None
-        batch.append((bounded(name), args, None if call_id is None else bounded(call_id)))
-    return batch
-
-
-def _check_arguments(name: object, call_id: object, scope: object, agent: object) -> None:
-    if name is not None and (not isinstance(name, str) or not name):
-        raise ValueError(f"name: got {name!r}; allowed: a non-empty tool name (str) or None")
-    for label, value in (("call_id", call_id), ("scope", scope), ("agent", agent)):
-        if value is not None and (not isinstance(value, str) or not value):
-            raise ValueError(f"{label}: got {value!r}; allowed: a non-empty str or None")

@@ -13,14 +13,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import chain, islice
 
-from opentelemetry.trace import Span
+from opentelemetry.trace import Span, SpanContext
 
 from ..config.settings import ResolvedConfig
 from ..engine.records import ProposedCall
 from ..engine.store import TRACE_PREFIX
 from ..engine.verdict import Verdict
 
-__all__ = ["DEFAULT_SCOPE", "LiveSpan", "LiveSpans", "trace_scope"]
+__all__ = ["DEFAULT_SCOPE", "LiveSpan", "LiveSpans", "scope_key_of", "shown_on", "trace_scope"]
 
 _LIVE: weakref.WeakSet[LiveSpans] = weakref.WeakSet()
 """Every live-span map in this process: a forked child clears them (its parent's spans)."""
@@ -204,6 +204,26 @@ class LiveSpans:
 
     def __len__(self) -> int:
         return len(self.entries)
+
+
+def shown_on(current: Span, live: LiveSpan | None) -> Span | None:
+    """Where an ask's detection is shown: the span the agent asked from, else the nearest
+    live span above it; ``None`` when there is none (the span adopting the call shows it)."""
+    if current.is_recording():
+        return current
+    span = live.span() if live is not None else None
+    return span if span is not None and span.is_recording() else None
+
+
+def scope_key_of(scope: str | None, live: LiveSpan | None, context: SpanContext) -> str:
+    """The scope a call belongs to: given, its run's, its trace's, or the shared default."""
+    if scope:
+        return scope
+    if live is not None:
+        return live.scope_key
+    if context.is_valid:
+        return trace_scope(context.trace_id)
+    return DEFAULT_SCOPE
 
 
 def _put_bounded(entries: dict[int, LiveSpan], key: int, live: LiveSpan, limit: int) -> None:
