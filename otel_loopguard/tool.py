@@ -17,7 +17,7 @@ from opentelemetry import trace
 
 from .engine.additions import SEPARATOR, WARNING_KEY
 from .engine.verdict import Verdict, exception_for
-from .otel.current import current_span
+from .otel.current import current_context
 from .otel.runtime import Runtime
 
 __all__ = ["guarded_tool", "to_attribute"]
@@ -77,8 +77,7 @@ def guarded_tool(
         return named
 
     def start(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        parent = current_span()
-        context = None if parent is trace.get_current_span() else trace.set_span_in_context(parent)
+        context = current_context()
         return runtime.tracer().start_as_current_span(
             f"execute_tool {tool_name}",
             context=context,

@@ -37,7 +37,7 @@ from opentelemetry import trace
 from ..engine.additions import SEPARATOR
 from ..engine.verdict import LoopGuardError, Verdict, exception_for
 from ..guard import LoopGuard
-from ..otel.current import current_span
+from ..otel.current import current_context
 from ..tool import to_attribute
 
 __all__ = ["guard_client", "stop_of", "unwrap_stop"]
@@ -130,8 +130,7 @@ def _span_options(name: str, arguments: object, call_id: object) -> dict[str, An
     }
     if isinstance(call_id, str) and call_id:
         attributes["gen_ai.tool.call.id"] = call_id
-    parent = current_span()
-    context = None if parent is trace.get_current_span() else trace.set_span_in_context(parent)
+    context = current_context()
     return {"context": context, "kind": trace.SpanKind.INTERNAL, "attributes": attributes}
 
 

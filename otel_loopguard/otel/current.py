@@ -14,8 +14,9 @@ from __future__ import annotations
 import sys
 
 from opentelemetry import trace
+from opentelemetry.context import Context
 
-__all__ = ["current_span"]
+__all__ = ["current_context", "current_span"]
 
 _OPENINFERENCE_LANGCHAIN = "openinference.instrumentation.langchain"
 
@@ -38,3 +39,10 @@ def current_span() -> trace.Span:
     if isinstance(started, int) and isinstance(deeper, int) and deeper >= started:
         return run
     return span
+
+
+def current_context() -> Context | None:
+    """The context a span started now should have: ``None`` (OpenTelemetry's own) unless the
+    current span is one OpenTelemetry does not know as current (see the module's note)."""
+    parent = current_span()
+    return None if parent is trace.get_current_span() else trace.set_span_in_context(parent)
