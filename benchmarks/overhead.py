@@ -112,6 +112,16 @@ DESCRIPTION = "Read a text file of the workspace and return its lines, with the 
 LINES = [f"line {n}: def function_{n}(): return {n}  # a line of the file read" for n in range(30)]
 CALLS = itertools.count()
 """Numbers the tool calls of the whole run: no text recurs across rounds."""
+CHAT_REQUEST: dict[str, str | int | float] = {
+    "gen_ai.operation.name": "chat",
+    "gen_ai.provider.name": "openai",
+    "gen_ai.request.model": "gpt-4o",
+    "gen_ai.request.temperature": 0.2,
+    "gen_ai.request.max_tokens": 512,
+    "server.address": "api.openai.com",
+    "server.port": 443,
+}
+"""A model call's request, as the GenAI conventions record it (no content)."""
 HTTP: dict[str, str | int] = {
     "http.request.method": "GET",
     "url.full": "https://api.example.test/v1/items?page=2",
@@ -139,6 +149,75 @@ def plain_spans(instrumentation: str) -> Callable[[LoopGuard | None], Work]:
         return run
 
     return make
+
+
+MESSAGES = json.dumps(
+    [{"role": "system", "content": DESCRIPTION}]
+    + [{"role": "user", "content": line} for line in LINES[:12]]
+)
+
+
+def genai_inference(guard: LoopGuard | None) -> Work:
+    """Model calls as the OpenTelemetry GenAI instrumentations record them (``opentelemetry-
+    util-genai``, content capture at its default: off): a ``chat`` span with the request's
+    attributes at its start, the response's and the token usage at its end."""
+
+    def run(tp: TracerProvider, n: int) -> None:
+        tracer = tp.get_tracer("opentelemetry.util.genai.handler")
+        for _ in range(n):
+            i = next(CALLS)
+            with tracer.start_as_current_span(
+                "chat gpt-4o", kind=trace.SpanKind.CLIENT, attributes=CHAT_REQUEST
+            ) as span:
+                span.set_attributes(
+                    {
+                        "gen_ai.response.model": "gpt-4o-2024-08-06",
+                        "gen_ai.response.id": f"chatcmpl-{i}",
+                        "gen_ai.response.finish_reasons": ("tool_calls",),
+                        "gen_ai.usage.input_tokens": 1200 + i % 50,
+                        "gen_ai.usage.output_tokens": 40 + i % 7,
+                    }
+                )
+
+    return run
+
+
+def openinference_inference(guard: LoopGuard | None) -> Work:
+    """Model calls as OpenInference's instrumentations record them (content on, their
+    default): an ``LLM`` span with the messages as ``input.value`` / ``output.value`` and
+    flattened ``llm.input_messages``, the invocation parameters and the token counts."""
+
+    def run(tp: TracerProvider, n: int) -> None:
+        tracer = tp.get_tracer("openinference.instrumentation.openai")
+        for _ in range(n):
+            i = next(CALLS)
+            attributes: dict[str, str | int] = {
+                "openinference.span.kind": "LLM",
+                "llm.provider": "openai",
+                "llm.system": "openai",
+                "llm.model_name": "gpt-4o",
+                "llm.invocation_parameters": '{"temperature": 0.2, "max_tokens": 512}',
+                "input.mime_type": "application/json",
+                "input.value": MESSAGES,
+                "llm.input_messages.0.message.role": "system",
+                "llm.input_messages.0.message.content": DESCRIPTION,
+                "llm.input_messages.1.message.role": "user",
+                "llm.input_messages.1.message.content": LINES[i % 30],
+            }
+            with tracer.start_as_current_span("ChatCompletion", attributes=attributes) as span:
+                span.set_attributes(
+                    {
+                        "output.mime_type": "application/json",
+                        "output.value": f'{{"id": "chatcmpl-{i}", "content": "{LINES[i % 30]}"}}',
+                        "llm.output_messages.0.message.role": "assistant",
+                        "llm.output_messages.0.message.content": LINES[i % 30],
+                        "llm.token_count.prompt": 1200 + i % 50,
+                        "llm.token_count.completion": 40 + i % 7,
+                        "llm.token_count.total": 1240 + i % 57,
+                    }
+                )
+
+    return run
 
 
 def tool_spans(guard: LoopGuard | None) -> Work:
@@ -596,6 +675,16 @@ def main() -> None:
         "non-tool (httpx)": (ratio("non-tool spans (httpx)", httpx, "otlp", plain_n, rounds), 1.05),
         "non-tool (unknown scope)": (
             ratio("non-tool spans (unknown scope)", unknown, "otlp", plain_n, rounds),
+            1.05,
+        ),
+        "inference (GenAI)": (
+            ratio("inference spans (GenAI)", genai_inference, "otlp", plain_n, rounds),
+            1.05,
+        ),
+        "inference (OpenInference)": (
+            ratio(
+                "inference spans (OpenInference)", openinference_inference, "otlp", tool_n, rounds
+            ),
             1.05,
         ),
         "tool": (ratio("tool spans", tool_spans, "otlp", tool_n, rounds), 1.30),

@@ -137,7 +137,7 @@ class LoopGuardCompletionHook:
     def _judge(
         self, runtime: Runtime, span: trace.Span, inputs: Sequence[Any], outputs: Sequence[Any]
     ) -> None:
-        live = runtime.live.entries.get(span.get_span_context().span_id)
+        live = runtime.entry_of(span)
         operation = reader.READER.attributes(span).get("gen_ai.operation.name")
         if live is None or operation not in _INFERENCE:
             return

@@ -101,8 +101,13 @@ class Lifecycle:
         self._ended_order: deque[int] = deque()
         self._misuse = Misuse()
         glance = not self._names_matter and not self._inherit
+        # A model call's span is settled at its start unless a configured rule could make it
+        # a tool span; its end then needs only what it spent (``_model_call_ended``).
+        model_calls = self._model_calls_settled = glance and not g.tool_span_attributes
         self.glance: reader.Glance | None = (
-            self.reader.glance(self.keys, self.pass_through, self.entries) if glance else None
+            self.reader.glance(self.keys, self.pass_through, self.entries, model_calls)
+            if glance
+            else None
         )
         """How the processor settles a span with a glance, before calling ``started`` or
         ``ended`` (``None``: it cannot, every span may matter): a child inside a local trace,
@@ -221,6 +226,11 @@ class Lifecycle:
             if fields.scope in self.pass_through:
                 return NOTHING_ENDED
             own = False
+            # Settled at its start (a model call, or the map was full): it belongs to its
+            # parent's run.
+            entry = self.entries.get(fields.parent_id) if fields.parent_id is not None else None
+            if self._model_calls_settled and conventions.is_inference_span(attributes):
+                return self._model_call_ended(span, fields, entry)
         else:
             own = entry.span_id == span_id
             if own and entry.starts > 1:  # seen twice: the last processor to see it end works
@@ -262,6 +272,22 @@ class Lifecycle:
         if own and entry is not None and entry.local_root and entry.scope is None:
             self.store.root_ended(scope_key, remote_parent=entry.parent_id is not None)
         return Ended(marks, entry, own, self._status_reset(span, entry if own else None))
+
+    def _model_call_ended(
+        self, span: ReadableSpan, fields: SpanFields, parent: LiveSpan | None
+    ) -> Ended:
+        """A model call settled at its start ended: what it spent goes to its run's scope."""
+        if self._ended_before(fields.span_id):
+            return NOTHING_ENDED
+        scope_key = parent.scope_key if parent is not None else trace_scope(fields.trace_id)
+        attributes = fields.attributes
+        if conventions.is_compaction(attributes, fields.name, self._globals):
+            self.store.update(scope_key, ScopeState.arm_compaction)
+        marks = self.outcomes.spent(span, attributes, parent, scope_key)
+        if not marks:
+            return NOTHING_ENDED
+        self._fail_run_if_aborted(marks, parent, False, fields.trace_id)
+        return Ended(marks, parent, False)
 
     @staticmethod
     def _status_reset(span: ReadableSpan, entry: LiveSpan | None) -> Verdict | None:

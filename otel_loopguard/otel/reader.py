@@ -27,7 +27,7 @@ from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, use_span
 
 from ..config.environment import ConfigWarning
-from .conventions import AGENT_SPAN_PREFIX
+from .conventions import AGENT_SPAN_PREFIX, is_inference_span
 
 __all__ = [
     "ENV_SPAN_READER",
@@ -75,10 +75,15 @@ class PublicReader:
     """Reads spans through the SDK's public ``ReadableSpan`` accessors: any span."""
 
     def glance(
-        self, keys: frozenset[str], pass_through: frozenset[str], entries: Mapping[int, object]
+        self,
+        keys: frozenset[str],
+        pass_through: frozenset[str],
+        entries: Mapping[int, object],
+        model_calls: bool = False,
     ) -> Glance:
-        """The processor's glance under these keys, scopes and live entries."""
-        return Glance(keys, pass_through, entries)
+        """The processor's glance under these keys, scopes and live entries (``model_calls``:
+        a model call's span is settled at its start too)."""
+        return Glance(keys, pass_through, entries, model_calls)
 
     def local_child(self, span: Any) -> bool:
         """Whether the span has a parent in this process (not remote)."""
@@ -106,14 +111,14 @@ class PublicReader:
             return None
         parent = span.parent
         scope = span.instrumentation_scope
-        return SpanFields(
-            trace_id=context.trace_id,
-            span_id=context.span_id,
-            parent_id=None if parent is None else parent.span_id,
-            local_root=parent is None or parent.is_remote,
-            name=span.name,
-            scope=None if scope is None else scope.name,
-            attributes=self.attributes(span),
+        return SpanFields(  # positional: a named tuple is made faster so
+            context.trace_id,
+            context.span_id,
+            None if parent is None else parent.span_id,
+            parent is None or parent.is_remote,
+            span.name,
+            None if scope is None else scope.name,
+            self.attributes(span),
         )
 
 
@@ -124,9 +129,13 @@ class InPlaceReader:
     """Reads SDK spans' fields in place; any other span through the public accessors."""
 
     def glance(
-        self, keys: frozenset[str], pass_through: frozenset[str], entries: Mapping[int, object]
+        self,
+        keys: frozenset[str],
+        pass_through: frozenset[str],
+        entries: Mapping[int, object],
+        model_calls: bool = False,
     ) -> Glance:
-        return InPlaceGlance(keys, pass_through, entries)
+        return InPlaceGlance(keys, pass_through, entries, model_calls)
 
     def attributes(self, span: Any) -> Mapping[str, Any]:
         # The SDK's BoundedAttributes keeps a plain dict: reads of it are atomic under the GIL.
@@ -140,14 +149,14 @@ class InPlaceReader:
             attributes = span._attributes._dict
             if type(attributes) is not dict:
                 return _PUBLIC.fields(span)
-            return SpanFields(
-                trace_id=context[TRACE_ID],
-                span_id=context[SPAN_ID],
-                parent_id=None if parent is None else parent[SPAN_ID],
-                local_root=parent is None or parent[IS_REMOTE],
-                name=span._name,
-                scope=None if scope is None else scope._name,
-                attributes=attributes,
+            return SpanFields(  # positional: a named tuple is made faster so
+                context[TRACE_ID],
+                context[SPAN_ID],
+                None if parent is None else parent[SPAN_ID],
+                parent is None or parent[IS_REMOTE],
+                span._name,
+                None if scope is None else scope._name,
+                attributes,
             )
         except (AttributeError, TypeError):
             return _PUBLIC.fields(span)
@@ -159,16 +168,26 @@ SpanReader = InPlaceReader | PublicReader
 class Glance:
     """The processor's glance at every span, through the public accessors: settled (done
     with) when it is a child inside a local trace (at its start) or has no entry in ``entries``
-    (at its end), and is of a ``pass_through`` instrumentation or has none of ``keys``."""
+    (at its end), and is of a ``pass_through`` instrumentation or has none of ``keys``.
 
-    __slots__ = ("entries", "keys", "pass_through")
+    With ``model_calls``, a model call's span is settled at its start too: nothing inherits
+    through it and nothing is decided at its start (what it spent is read at its end, and
+    belongs to its parent's run).
+    """
+
+    __slots__ = ("entries", "keys", "model_calls", "pass_through")
 
     def __init__(
-        self, keys: frozenset[str], pass_through: frozenset[str], entries: Mapping[int, object]
+        self,
+        keys: frozenset[str],
+        pass_through: frozenset[str],
+        entries: Mapping[int, object],
+        model_calls: bool = False,
     ) -> None:
         self.keys = keys
         self.pass_through = pass_through
         self.entries = entries
+        self.model_calls = model_calls
 
     def at_start(self, span: Any) -> bool:
         if not _PUBLIC.local_child(span):
@@ -176,9 +195,11 @@ class Glance:
         scope = span.instrumentation_scope
         if scope is not None and scope.name in self.pass_through:
             return True
-        return _PUBLIC.plain(span, self.keys, frozenset()) and not span.name.startswith(
-            AGENT_SPAN_PREFIX
-        )
+        if span.name.startswith(AGENT_SPAN_PREFIX):
+            return False
+        if _PUBLIC.plain(span, self.keys, frozenset()):
+            return True
+        return self.model_calls and is_inference_span(_PUBLIC.attributes(span))
 
     def at_end(self, span: Any) -> bool:
         return _PUBLIC.span_id(span) not in self.entries and _PUBLIC.plain(
@@ -195,17 +216,15 @@ class InPlaceGlance(Glance):
     def at_start(self, span: Any) -> bool:
         try:
             parent = span._parent
+            if parent is None or parent[IS_REMOTE]:
+                return False
+            if span._instrumentation_scope._name in self.pass_through:
+                return True
+            attributes = span._attributes._dict
             return (
-                parent is not None
-                and not parent[IS_REMOTE]
-                and (
-                    span._instrumentation_scope._name in self.pass_through
-                    or (
-                        self.keys.isdisjoint(span._attributes._dict)
-                        and not span._name.startswith(AGENT_SPAN_PREFIX)
-                    )
-                )
-            )
+                self.keys.isdisjoint(attributes)
+                or (self.model_calls and is_inference_span(attributes))
+            ) and not span._name.startswith(AGENT_SPAN_PREFIX)
         except (AttributeError, TypeError):
             return False
 
@@ -258,7 +277,9 @@ def _reads_agree(span: Any) -> bool:
         ({"absent"}, set(), {fields.span_id: None}),  # tracked at its start
     ):
         glances = [
-            kind(frozenset(keys), frozenset(scopes), entries) for kind in (InPlaceGlance, Glance)
+            kind(frozenset(keys), frozenset(scopes), entries, model_calls)
+            for kind in (InPlaceGlance, Glance)
+            for model_calls in (False, True)
         ]
         agree = agree and len({(g.at_start(span), g.at_end(span)) for g in glances}) == 1
     return agree

@@ -72,10 +72,20 @@ class Runtime:
         return provider.get_tracer("otel_loopguard")
 
     def sees(self, span: trace.Span) -> bool:
-        """Whether this guard's processor tracks this live span as its own."""
-        span_id = span.get_span_context().span_id
-        live = self.live.entries.get(span_id)
-        return live is not None and live.span_id == span_id
+        """Whether this guard's processor sees this live span's run."""
+        return self.entry_of(span) is not None
+
+    def entry_of(self, span: trace.Span) -> LiveSpan | None:
+        """A live span's entry: its own, or, for a span settled at its start (a model call),
+        its parent's, else its trace's live local root's; ``None`` when this guard's processor
+        sees nothing of its trace."""
+        context = span.get_span_context()
+        entries = self.live.entries
+        live = entries.get(context.span_id)
+        if live is None:
+            parent_id = getattr(getattr(span, "parent", None), "span_id", None)
+            live = entries.get(parent_id) if type(parent_id) is int else None
+        return live if live is not None else self.live.roots.get(context.trace_id)
 
     def tool_span_started(self, span: trace.Span) -> None:
         """Say once when a ``@guard.tool`` span reaches none of this guard's processors: the
