@@ -11,6 +11,7 @@ recording can hold it; nothing is guessed from the shape of the text.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 
@@ -42,30 +43,50 @@ def without_message(result: object, message: str) -> object:
     text as written or JSON-escaped (with the whitespace before it), as a whole
     :data:`WARNING_KEY` member of a mapping or of JSON text, in the strings of a structured
     value."""
-    return _without(result, _Forms(message), 0)
+    if isinstance(result, str) and TAG not in result[-MAX_SEARCH_CHARS:]:
+        return result  # the usual result: no message of ours at all
+    return _without(result, _forms(message), 0)
 
 
 class _Forms:
-    """The message as each recording may hold it: as written, and JSON-escaped (ASCII or not)."""
+    """The message as each recording may hold it: as written, and JSON-escaped (ASCII or not);
+    the patterns of its :data:`WARNING_KEY` member are compiled when a text first needs them."""
 
-    __slots__ = ("all", "members", "message")
+    __slots__ = ("_members", "all", "escaped", "message")
 
     def __init__(self, message: str) -> None:
         self.message = message
-        escaped = {
-            json.dumps(message, ensure_ascii=False)[1:-1],
-            json.dumps(message, ensure_ascii=True)[1:-1],
-        }
-        self.all = [message, *sorted(escaped - {message}, key=len, reverse=True)]
-        key = json.dumps(WARNING_KEY)
-        # The member as a JSON writer puts it: before or after the object's other members.
-        self.members = [
-            re.compile(
-                rf"(?:,\s{{0,8}}{re.escape(key)}\s{{0,8}}:\s{{0,8}}\"{re.escape(form)}\""
-                rf"|{re.escape(key)}\s{{0,8}}:\s{{0,8}}\"{re.escape(form)}\"\s{{0,8}},?\s{{0,8}})"
-            )
-            for form in sorted(escaped, key=len, reverse=True)
-        ]
+        self.escaped = sorted(
+            {
+                json.dumps(message, ensure_ascii=False)[1:-1],
+                json.dumps(message, ensure_ascii=True)[1:-1],
+            },
+            key=len,
+            reverse=True,
+        )
+        self.all = [message, *(form for form in self.escaped if form != message)]
+        self._members: list[re.Pattern[str]] | None = None
+
+    @property
+    def members(self) -> list[re.Pattern[str]]:
+        """The member as a JSON writer puts it: before or after the object's other members."""
+        if self._members is None:
+            key = re.escape(json.dumps(WARNING_KEY))
+            self._members = [
+                re.compile(
+                    rf"(?:,\s{{0,8}}{key}\s{{0,8}}:\s{{0,8}}\"{re.escape(form)}\""
+                    rf"|{key}\s{{0,8}}:\s{{0,8}}\"{re.escape(form)}\"\s{{0,8}},?\s{{0,8}})"
+                )
+                for form in self.escaped
+            ]
+        return self._members
+
+
+@functools.lru_cache(maxsize=256)
+def _forms(message: str) -> _Forms:
+    """The forms of a message (a guard issues few distinct messages, and each again and again:
+    a result is stripped of the message its call was given at every outcome of a loop)."""
+    return _Forms(message)
 
 
 def _without(value: object, forms: _Forms, depth: int) -> object:
