@@ -10,69 +10,19 @@
 // stop at the call that finds the run aborted (the post-compaction guard fired on the call
 // before it).
 //
-// OpenClaw's own code does the work. Its admission functions (admitSingleToolCallLoop,
-// admitToolCallBatch and the warning rate limit, shouldEmitLoopWarning) and its
-// post-compaction guard are not exported, and the modules that hold them need a newer Node
-// for unrelated reasons, so their source regions are cut from the dist files and run against
-// OpenClaw's real runtime surface (agent-tools.before-tool-call.runtime: the detector, the
-// history, the session state). Per call, as the before-tool-call hook does: admit (a critical
-// blocks the call, which then records a loop veto as its outcome); an admitted call runs and
-// its outcome is recorded; each outcome with a result hash is observed by the guard, as the
-// embedded runner does. The level and detector of a verdict come from detectToolCallLoop
+// OpenClaw's own code does the work (openclaw.mjs loads it). Per call, as the before-tool-call
+// hook does: admit (a critical blocks the call, which then records a loop veto as its outcome);
+// an admitted call runs and its outcome is recorded; each outcome with a result hash is
+// observed by the guard, as the embedded runner does. The level and detector of a verdict come from detectToolCallLoop
 // (pure) on the state the admission saw.
 
 import fs from "node:fs";
-import path from "node:path";
-import { pathToFileURL } from "node:url";
+
+import { loadOpenClaw, loopDetection, VETO } from "./openclaw.mjs";
 
 const [packageDir, inputPath, outputPath] = process.argv.slice(2);
-const dist = path.join(packageDir, "dist");
-const files = fs.readdirSync(dist).filter((name) => name.endsWith(".mjs"));
-const read = (name) => fs.readFileSync(path.join(dist, name), "utf8");
-const load = (name) => import(pathToFileURL(path.join(dist, name)).href);
-const fileWith = (marker) => {
-    const name = files.find((file) => read(file).includes(marker));
-    if (!name) throw new Error(`${marker} not found in ${dist}`);
-    return name;
-};
-const region = (text, marker) => {
-    const start = text.indexOf(marker);
-    return text.slice(start, text.indexOf("//#endregion", start));
-};
-
-const runtimeFile = files.find((name) => /^agent-tools\.before-tool-call\.runtime-.+\.mjs$/.test(name));
-const { beforeToolCallRuntime: runtime } = await load(runtimeFile);
-const named = (pattern) => files.find((name) => pattern.test(name));
-const policy = await load(named(/^tool-policy-shared-.+\.mjs$/));
-const normalizeToolPolicyName = Object.values(policy).find((f) => f.name === "normalizeToolPolicyName");
-const mapSize = await load(named(/^map-size-.+\.mjs$/));
-const pruneMapToMaxSize = Object.values(mapSize).find((f) => f.name === "pruneMapToMaxSize");
-
-const quiet = { info() {}, warn() {}, error() {}, debug() {} };
-
-const hookFile = fileWith("//#region src/agents/tool-loop-admission.ts");
-const hookText = read(hookFile);
-const rateLimit = hookText.match(/const LOOP_WARNING_BUCKET_SIZE = \d+;\nconst MAX_LOOP_WARNING_KEYS = \d+;/)[0];
-const shouldEmit = hookText.match(/function shouldEmitLoopWarning\([\s\S]*?\n}\n/)[0];
-const admission = new Function(
-    "normalizeToolPolicyName", "loadBeforeToolCallRuntime", "beforeToolCallLog", "hashToolCall",
-    "pruneMapToMaxSize", "recordBatchAdmittedToolCall", "releaseBatchAdmittedToolCalls",
-    `${rateLimit}\n${shouldEmit}\n${region(hookText, "//#region src/agents/tool-loop-admission.ts")}
-    return { admitSingleToolCallLoop, admitToolCallBatch };`,
-)(normalizeToolPolicyName, async () => runtime, quiet, runtime.hashToolCall ?? (await load(
-    files.find((name) => /^tool-loop-detection-[A-Za-z0-9_-]+\.mjs$/.test(name)
-        && !name.startsWith("tool-loop-detection-config")))).n,
-    pruneMapToMaxSize, () => {}, () => {});
-
-const guardMarker = "//#region src/agents/embedded-agent-runner/post-compaction-loop-guard.ts";
-const guardBody = region(read(fileWith(guardMarker)), guardMarker)
-    .replace(/const log = createSubsystemLogger\([^)]*\);/, "const log = quiet;");
-const createPostCompactionLoopGuard = new Function(
-    "quiet", `${guardBody}\nreturn createPostCompactionLoopGuard;`)(quiet);
-
-const loopDetection = { enabled: true };
-const VETO = (message) => ({ content: [{ type: "text", text: message }],
-    details: { status: "blocked", deniedReason: "tool-loop" } });
+const { version, runtime, normalizeToolPolicyName, admission, createPostCompactionLoopGuard } =
+    await loadOpenClaw(packageDir);
 
 let sessions = 0;
 
@@ -164,7 +114,6 @@ async function runScenario(steps) {
 }
 
 const input = JSON.parse(fs.readFileSync(inputPath, "utf8"));
-const version = JSON.parse(fs.readFileSync(path.join(packageDir, "package.json"), "utf8")).version;
 const results = [];
 for (const steps of input.scenarios) results.push(await runScenario(steps));
 fs.writeFileSync(outputPath, JSON.stringify({ version, results }));
