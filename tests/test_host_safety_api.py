@@ -6,7 +6,12 @@ from __future__ import annotations
 
 import io
 import logging
+import os
+import re
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +19,13 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from otel_loopguard import LoopGuard, LoopGuardSpanProcessor
+from otel_loopguard import ConfigError, ConfigWarning, LoopGuard, LoopGuardSpanProcessor
+from otel_loopguard.config.bounds import (
+    MAX_CONFIG_VALUES,
+    MAX_COUNT,
+    MAX_IDLE_TTL_SECONDS,
+    MAX_TIMEOUT_MS,
+)
 from otel_loopguard.replay import Call, replay
 
 from .helpers import rig, tool_span
@@ -181,6 +192,185 @@ def test_a_message_about_a_tool_name_with_control_characters_is_one_line() -> No
     calls = [Call(tool, {"id": 1}, "same") for _ in range(21)]
     verdict = replay(calls, ON)[20]
     assert verdict.blocked
-    assert "\n" not in verdict.message and "\r" not in verdict.message
-    assert "\x1b" not in verdict.message and "\x07" not in verdict.message
+    for control in "\n\r\x1b\x07":
+        assert control not in verdict.message
     assert verdict.message.startswith("CRITICAL: poll\\r\\nCRITICAL: fake\\x1b]0;title\\x07 ")
+
+
+# -- row 2: a configuration file that cannot be used --------------------------------------------
+
+DEPTH = 100_000
+
+
+def _nested(depth: int) -> object:
+    value: object = "x"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+BAD_FILES = {
+    "deep.json": '{"historySize": 30, "x": ' + "[" * DEPTH + "]" * DEPTH + "}",
+    "deep.json5": "{historySize: 30, x: " + "[" * DEPTH + "]" * DEPTH + "}",
+    "deep.yaml": "historySize: 30\nx: " + "[" * DEPTH + "]" * DEPTH + "\n",
+    "deep.toml": "historySize = 30\nx = " + "[" * DEPTH + "]" * DEPTH + "\n",
+    "deep-blocks.yaml": "".join(" " * i + "k:\n" for i in range(1400)),
+    "digits.json": '{"historySize": ' + "9" * 5000 + "}",
+    "digits.yaml": "historySize: " + "9" * 5000 + "\n",
+    "digits.toml": "historySize = " + "9" * 5000 + "\n",
+    "ttl.json": '{"store": {"idleTtlSeconds": 1e308}}',
+    "ttl.toml": "[store]\nidleTtlSeconds = 1e308\n",
+    "ttl.yaml": "store:\n  idleTtlSeconds: .inf\n",
+    "timeout.json": '{"store": {"timeoutMs": 1e400}}',
+    "count.json": '{"historySize": 100000000000000000000}',
+}
+
+
+@pytest.fixture(params=sorted(BAD_FILES))
+def bad_file(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    path = tmp_path / request.param
+    path.write_text(BAD_FILES[request.param])
+    return path
+
+
+def test_a_bad_file_named_in_code_is_a_clear_config_error(bad_file: Path) -> None:
+    with pytest.raises(
+        ConfigError, match="(?s)" + re.escape(str(bad_file)) + r": .*allowed"
+    ) as raised:
+        LoopGuard(bad_file)
+    assert "9999" not in str(raised.value)
+
+
+def test_a_bad_file_named_by_the_environment_is_ignored_with_a_warning(
+    bad_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_LOOPGUARD_CONFIG", str(bad_file))
+    monkeypatch.setenv("OTEL_LOOPGUARD_ENABLED", "true")
+    monkeypatch.setenv("OTEL_LOOPGUARD_WARNING_THRESHOLD", "5")
+    with pytest.warns(
+        ConfigWarning, match=r"(?s)OTEL_LOOPGUARD_CONFIG: .*allowed.*\(the file is ignored\)"
+    ):
+        guard = LoopGuard()
+    # The rest of the environment still applies: the guard is on, warning at 5.
+    verdicts = [guard.check("read", {"p": 1}, scope="run-1") for _ in range(6)]
+    assert [v.level for v in verdicts] == ["ok"] * 5 + ["warning"]
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"historySize": 10**5000},
+        {"store": {"idleTtlSeconds": 1e308}},
+        {"store": {"idleTtlSeconds": float("inf")}},
+        {"store": {"timeoutMs": 10**30}},
+        {"warningThreshold": 10**20},
+        {"knownPollTools": [{"tool": "x", "args": {"a": _nested(DEPTH)}}]},
+    ],
+    ids=["digits", "ttl-1e308", "ttl-inf", "timeout", "count", "deep"],
+)
+def test_a_bad_mapping_given_in_code_is_a_clear_config_error(config: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError, match=r"allowed"):
+        LoopGuard(config)
+
+
+def test_a_mapping_that_contains_itself_is_a_clear_config_error() -> None:
+    args: dict[str, Any] = {}
+    args["a"] = [args]
+    with pytest.raises(ConfigError, match=r"nests more than \d+ levels"):
+        LoopGuard({"knownPollTools": [{"tool": "x", "args": args}]})
+
+
+def test_the_documented_value_bounds_are_accepted() -> None:
+    LoopGuard(
+        {
+            "historySize": MAX_COUNT,
+            "store": {"idleTtlSeconds": MAX_IDLE_TTL_SECONDS, "timeoutMs": MAX_TIMEOUT_MS},
+        }
+    )
+
+
+def run_python(code: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``code`` in a fresh interpreter on this checkout; the timeout only guards against a hang."""
+    root = str(Path(__file__).resolve().parent.parent)
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_LOOPGUARD_")}
+    environ["PYTHONPATH"] = root
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**environ, **env},
+    )
+
+
+def test_a_deep_file_never_crashes_a_host_that_raised_its_recursion_limit(tmp_path: Path) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"x": ' + "[" * 400_000 + "]" * 400_000 + "}")
+    done = run_python(
+        "import sys\n"
+        "sys.setrecursionlimit(2_000_000)\n"
+        "from otel_loopguard import LoopGuard\n"
+        "LoopGuard().check('read', {}, scope='s')\n"
+        "print('started')\n",
+        OTEL_LOOPGUARD_CONFIG=str(deep),
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "started" in done.stdout
+    assert "(the file is ignored)" in done.stderr
+
+
+@pytest.mark.parametrize("name", ["deep.json", "digits.yaml", "ttl.json"])
+def test_under_zero_code_a_bad_file_leaves_the_guard_on_with_the_rest(
+    name: str, tmp_path: Path
+) -> None:
+    from .otlp_receiver import OtlpReceiver
+    from .test_zero_code import loop_events as exported_events
+    from .test_zero_code import run_app, tools
+
+    path = tmp_path / name
+    path.write_text(BAD_FILES[name])
+    with OtlpReceiver() as receiver:
+        stderr = run_app(
+            tmp_path,
+            receiver,
+            OTEL_PYTHON_CONFIGURATOR="loopguard",
+            OTEL_LOOPGUARD_CONFIG=str(path),
+            OTEL_LOOPGUARD_WARNING_THRESHOLD="5",
+        )
+    assert "(the file is ignored)" in stderr
+    assert "otel-loopguard is off" not in stderr
+    assert exported_events(tools(receiver)[5])[0]["loopguard.count"] == 5
+
+
+# -- row 3: a YAML alias bomb --------------------------------------------------------------------
+
+LAUGHS = "".join(
+    f"{key}: &{key} [{', '.join([item] * 9)}]\n"
+    for item, key in zip(['"lol"', *(f"*{k}" for k in "abcdefg")], "abcdefgh", strict=True)
+)
+"""Eight levels of nine aliases: 9**8 (43 million) values from a few hundred bytes."""
+
+
+def test_a_yaml_alias_bomb_is_refused_before_it_expands(tmp_path: Path) -> None:
+    small = tmp_path / "small.yaml"
+    small.write_text("historySize: 30\n")
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text(LAUGHS + "knownPollTools: [{tool: x, args: {k: *h}}]\n")
+    assert len(bomb.read_bytes()) < 600
+    code = (
+        "import resource, sys\n"
+        "from otel_loopguard import ConfigError, LoopGuard\n"
+        "try:\n"
+        "    LoopGuard(sys.argv[1])\n"
+        "except ConfigError as exc:\n"
+        "    print(str(exc).splitlines()[0])\n"
+        "print('peak', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    )
+    peaks = []
+    for path in (small, bomb):
+        done = run_python(code.replace("sys.argv[1]", repr(str(path))))
+        assert done.returncode == 0, done.stderr[-2000:]
+        peaks.append(int(done.stdout.split("peak ")[1]))
+        last = done.stdout
+    assert f"expands to more than {MAX_CONFIG_VALUES} values" in last
+    assert peaks[1] / peaks[0] < 1.5  # start-up with the bomb costs what a small file does
