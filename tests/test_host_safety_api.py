@@ -27,6 +27,7 @@ from otel_loopguard.config.bounds import (
     MAX_TIMEOUT_MS,
 )
 from otel_loopguard.replay import Call, replay
+from otel_loopguard.testing import loop_events
 
 from .helpers import rig, tool_span
 
@@ -374,3 +375,60 @@ def test_a_yaml_alias_bomb_is_refused_before_it_expands(tmp_path: Path) -> None:
         last = done.stdout
     assert f"expands to more than {MAX_CONFIG_VALUES} values" in last
     assert peaks[1] / peaks[0] < 1.5  # start-up with the bomb costs what a small file does
+
+
+# -- row 4: a long loop in observe-only mode -----------------------------------------------------
+
+
+def observed_loop(calls: int, stream: io.StringIO, *, observe_only: bool = True) -> dict[str, int]:
+    """A loop of ``calls`` identical calls: log lines, events, counted detections, spans with
+    a detection, and those whose event and log were left out."""
+    stream.seek(0)
+    stream.truncate()
+    r = rig({"enabled": True, "observeOnly": observe_only})
+    with r.tracer.start_as_current_span("agent"):
+        for _ in range(calls):
+            tool_span(r.tracer, "read", {"path": "a"}, "same")
+    spans = r.spans("execute_tool read")
+    attributes = [dict(s.attributes or {}) for s in spans]
+    return {
+        "lines": len(stream.getvalue().splitlines()),
+        "events": sum(len(loop_events(s)) for s in spans),
+        "counted": sum(r.detections().values()),
+        "detected": sum("loopguard.level" in a for a in attributes),
+        "left_out": sum(a.get("loopguard.deduplicated") is True for a in attributes),
+    }
+
+
+def test_a_long_loop_in_observe_only_mode_does_not_flood_logs_or_spans(
+    log_text: io.StringIO,
+) -> None:
+    short, long = observed_loop(200, log_text), observed_loop(2000, log_text)
+    # The warning at 10, the intended block at 20 and abort at 21, the breaker at 30: then
+    # nothing grows (a count never passes historySize).
+    assert long["lines"] == long["events"] == long["counted"] == 4
+    assert long["lines"] / short["lines"] == 1
+    # Every call past the 10th still carries its detection; the spans left out say so.
+    assert long["detected"] == 1990
+    assert long["left_out"] == long["detected"] - long["events"]
+
+
+def test_observe_only_annotations_keep_their_names(log_text: io.StringIO) -> None:
+    r = rig({"enabled": True, "observeOnly": True})
+    with r.tracer.start_as_current_span("agent"):
+        for _ in range(21):
+            tool_span(r.tracer, "read", {"path": "a"}, "same")
+    (event,) = loop_events(r.spans("execute_tool read")[20])
+    assert {
+        "loopguard.detector": "generic_repeat",
+        "loopguard.level": "critical",
+        "loopguard.action": "warn",
+        "loopguard.count": 20,
+        "gen_ai.tool.name": "read",
+    }.items() <= event.items()
+    assert "loopguard.message" in event
+
+
+def test_blocking_mode_still_annotates_every_critical(log_text: io.StringIO) -> None:
+    blocking = observed_loop(2000, log_text, observe_only=False)
+    assert blocking["lines"] == blocking["events"] == 3  # the warning, the block, the abort
