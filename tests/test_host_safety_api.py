@@ -224,6 +224,7 @@ BAD_FILES = {
     "ttl.yaml": "store:\n  idleTtlSeconds: .inf\n",
     "timeout.json": '{"store": {"timeoutMs": 1e400}}',
     "count.json": '{"historySize": 100000000000000000000}',
+    "huge.json": '{"historySize": 30, "x": "' + "\u00e9" * (1 << 20) + '"}',
 }
 
 

@@ -49,14 +49,12 @@ that does not answer, so more would stall the agent rather than protect it."""
 
 
 def text_problem(text: str) -> str | None:
-    """What makes a file's ``text`` too big or too deep to parse, or ``None``.
+    """What makes a file's ``text`` (at most :data:`MAX_CONFIG_BYTES`) too deep to parse, or
+    ``None``.
 
     Flow brackets are counted wherever they are, strings included: a real configuration never
     holds 32 unclosed brackets in its strings, and a count that ignores strings needs no parser.
     """
-    size = len(text.encode("utf-8", "surrogatepass"))
-    if size > MAX_CONFIG_BYTES:
-        return f"the file has {size} bytes; allowed: at most {MAX_CONFIG_BYTES}"
     if text.count("[") + text.count("{") <= MAX_CONFIG_DEPTH:
         return None  # the usual file: too few brackets to nest too deep
     steps = (_STEP[c] for c in text if c in _STEP)

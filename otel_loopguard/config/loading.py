@@ -60,7 +60,12 @@ def load_file(path: str | os.PathLike[str]) -> LoopGuardConfig:
     file = Path(path)
     try:
         with file.open("rb") as stream:  # no more than the bound is ever read
-            text = stream.read(MAX_CONFIG_BYTES + 1).decode("utf-8")
+            raw = stream.read(MAX_CONFIG_BYTES + 1)
+        if len(raw) > MAX_CONFIG_BYTES:
+            raise ConfigError(
+                f"{file}: the file is over {MAX_CONFIG_BYTES} bytes; allowed: at most that"
+            )
+        text = raw.decode("utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{file}: configuration file not found") from None
     except OSError as exc:
