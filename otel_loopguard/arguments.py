@@ -1,5 +1,8 @@
 """The agent-facing API's arguments, checked where they enter (``guard.check`` and friends): a
-clear ``ValueError`` naming what was wrong and what is allowed."""
+clear ``ValueError`` naming what was wrong and what is allowed.
+
+A message names the argument, its position and the type given, never the value: a misplaced
+argument is often a secret (an API key passed as a call id), and the message lands in logs."""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ from collections.abc import Sequence
 
 from .engine.names import bounded
 
-__all__ = ["Misuse", "batch_arguments", "check_arguments"]
+__all__ = ["Misuse", "batch_arguments", "check_arguments", "described"]
 
 
 class Misuse(ValueError):
@@ -25,12 +28,15 @@ def batch_arguments(calls: object) -> list[tuple[str, object, str | None]]:
     for index, call in enumerate(calls):
         if not isinstance(call, tuple | list) or len(call) not in (2, 3):
             raise ValueError(
-                f"calls[{index}]: got {call!r:.80}; allowed: (name, args) or (name, args, call_id)"
+                f"calls[{index}]: got {described(call)}; "
+                "allowed: (name, args) or (name, args, call_id)"
             )
         name, args, call_id = (*call, None) if len(call) == 2 else call
         try:
             if not isinstance(name, str) or not name:
-                raise ValueError(f"name: got {name!r:.80}; allowed: a non-empty tool name (str)")
+                raise ValueError(
+                    f"name: got {described(name)}; allowed: a non-empty tool name (str)"
+                )
             check_arguments(name, call_id, None, None)
         except ValueError as exc:
             raise ValueError(f"calls[{index}]: {exc}") from None
@@ -40,7 +46,17 @@ def batch_arguments(calls: object) -> list[tuple[str, object, str | None]]:
 
 def check_arguments(name: object, call_id: object, scope: object, agent: object) -> None:
     if name is not None and (not isinstance(name, str) or not name):
-        raise ValueError(f"name: got {name!r}; allowed: a non-empty tool name (str) or None")
+        raise ValueError(
+            f"name: got {described(name)}; allowed: a non-empty tool name (str) or None"
+        )
     for label, value in (("call_id", call_id), ("scope", scope), ("agent", agent)):
         if value is not None and (not isinstance(value, str) or not value):
-            raise ValueError(f"{label}: got {value!r}; allowed: a non-empty str or None")
+            raise ValueError(f"{label}: got {described(value)}; allowed: a non-empty str or None")
+
+
+def described(value: object) -> str:
+    """What was given, without its content: the type, and the length of a sized value."""
+    # Exact types only: a subclass's __len__ is the caller's code and may raise.
+    if isinstance(value, str | bytes | tuple | list) and type(value) in (str, bytes, tuple, list):
+        return f"{type(value).__name__} of length {len(value)}"
+    return type(value).__name__

@@ -15,6 +15,7 @@ from typing import Any, Protocol, TypeVar, cast
 
 from opentelemetry import trace
 
+from .arguments import described
 from .engine.additions import SEPARATOR, WARNING_KEY
 from .engine.verdict import Verdict, exception_for
 from .otel.current import current_context
@@ -26,13 +27,29 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def to_attribute(value: object) -> str:
-    """A span attribute value for arguments or a result: JSON when possible, else ``str``."""
+    """A span attribute value for arguments or a result: JSON when possible, else ``str``, else
+    a placeholder naming the type: a value the tool takes or returns is the application's, and
+    its ``str()`` may raise (an int past Python's digit limit, a broken ``__str__``) without
+    that ever reaching the application through us."""
     if isinstance(value, str):
         return value
     try:
         return json.dumps(value, ensure_ascii=False, default=str)
-    except (TypeError, ValueError, RecursionError):
+    except Exception:  # whatever a user's __str__ raises: fall back below
+        pass
+    try:
         return str(value)
+    except Exception:  # as above: the value is recorded as unreadable
+        return unreadable(value)
+
+
+def unreadable(value: object) -> str:
+    """The placeholder recorded for a value with no text: its type's name, never its content."""
+    try:
+        kind = type(value).__name__
+    except Exception:  # a metaclass can make even this raise
+        kind = "object"
+    return f"<unreadable {kind[:64]}>"
 
 
 def _with_warning(result: object, verdict: Verdict) -> object:
@@ -57,7 +74,7 @@ def guarded_tool(
     if not callable(fn):
         raise TypeError(f"guard.tool: got {type(fn).__name__}; allowed: a function")
     if name is not None and (not isinstance(name, str) or not name):
-        raise ValueError(f"guard.tool(name=...): got {name!r}; allowed: a non-empty str")
+        raise ValueError(f"guard.tool(name=...): got {described(name)}; allowed: a non-empty str")
     tool_name = name or getattr(fn, "__name__", None) or "tool"
     signature = inspect.signature(fn)
 

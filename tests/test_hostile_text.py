@@ -314,7 +314,7 @@ def test_objects_that_refer_to_themselves_or_share_parts_are_digested_in_bounded
     )
 
 
-def test_only_the_start_of_a_megabyte_exec_failure_is_blanked() -> None:
+def test_only_the_ends_of_a_megabyte_exec_failure_are_blanked() -> None:
     from otel_loopguard.engine.structured import MAX_FAILURE_CHARS, read
 
     output = "1." * (1 << 20)  # every pattern's worst kind of text, 2 MB
@@ -325,7 +325,8 @@ def test_only_the_start_of_a_megabyte_exec_failure_is_blanked() -> None:
     failure = reading.failure
     assert isinstance(failure, dict)
     assert len(failure["output"]) <= MAX_FAILURE_CHARS
-    assert failure["more"] == len(output) - MAX_FAILURE_CHARS
+    assert len(failure["tail"]) <= MAX_FAILURE_CHARS
+    assert failure["more"] == len(output) - 2 * MAX_FAILURE_CHARS
 
 
 def test_a_send_result_that_refers_to_itself_is_walked_a_bounded_number_of_times() -> None:

@@ -10,6 +10,7 @@ import difflib
 import json
 import os
 import re
+import sys
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from .bounds import MAX_CONFIG_BYTES, MAX_CONFIG_DEPTH, data_problem, text_problem
 from .model import LoopDetectionConfig, LoopGuardConfig, known_keys
 
 __all__ = ["ConfigError", "load_config", "load_file"]
@@ -57,14 +59,28 @@ def load_file(path: str | os.PathLike[str]) -> LoopGuardConfig:
     """Load a ``.json``, ``.json5``, ``.yaml``/``.yml`` or ``.toml`` configuration file."""
     file = Path(path)
     try:
-        text = file.read_text(encoding="utf-8")
+        with file.open("rb") as stream:  # no more than the bound is ever read
+            raw = stream.read(MAX_CONFIG_BYTES + 1)
+        if len(raw) > MAX_CONFIG_BYTES:
+            raise ConfigError(
+                f"{file}: the file is over {MAX_CONFIG_BYTES} bytes; allowed: at most that"
+            )
+        text = raw.decode("utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{file}: configuration file not found") from None
     except OSError as exc:
         raise ConfigError(f"{file}: cannot read configuration file: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{file}: not UTF-8 text ({exc.reason})") from None
-    data = _parse(file, text)
+    problem = text_problem(text)
+    if problem is not None:
+        raise ConfigError(f"{file}: {problem}")
+    try:
+        data = _parse(file, text)
+    except (RecursionError, ValueError, OverflowError) as exc:
+        if isinstance(exc, ConfigError):
+            raise
+        raise ConfigError(f"{file}: {_unparsable(exc)}") from None
     if data is None:
         raise ConfigError(f"{file}: the file is empty; write a mapping (object/table) in it")
     if not isinstance(data, Mapping):
@@ -107,6 +123,16 @@ def _parse(file: Path, text: str) -> Any:
     )
 
 
+def _unparsable(exc: Exception) -> str:
+    """What a parser's own failure means, in a configuration's words; never the file's text."""
+    if isinstance(exc, RecursionError):
+        return f"it nests too deep to parse; allowed: at most {MAX_CONFIG_DEPTH} levels"
+    if "integer string conversion" in str(exc):
+        limit = sys.get_int_max_str_digits()
+        return f"a number has more than {limit} digits; allowed: each field's range"
+    return f"cannot be parsed ({type(exc).__name__}); allowed: JSON, JSON5, YAML or TOML"
+
+
 def _json5_where(message: str) -> str:
     # json5 reports "<string>:LINE Problem at column N".
     match = re.match(r"<string>:(\d+)\s+(.*)", message)
@@ -123,6 +149,9 @@ def _optional(module: str, package: str, suffix: str) -> Any:
 
 
 def _from_mapping(data: Mapping[str, Any], origin: str) -> LoopGuardConfig:
+    problem = data_problem(data)
+    if problem is not None:
+        raise ConfigError(f"{origin}: {problem}")
     if set(data) == {"loopDetection"}:
         # The block under its own name, as the seed's documentation shows it on its own.
         data = {"tools": data}
@@ -221,6 +250,8 @@ def _allowed(kind: str, error: Any) -> str:
     ctx = error.get("ctx") or {}
     if kind == "missing":
         return "required (a non-empty string)"
+    if kind == "less_than_equal":
+        return f"allowed: at most {ctx.get('le')}"
     if kind in ("greater_than_equal", "int_type", "int_from_float", "int_parsing"):
         return f"allowed: an integer >= {ctx.get('ge', 1)}"
     if kind == "greater_than":

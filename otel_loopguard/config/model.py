@@ -25,6 +25,8 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from .bounds import MAX_COUNT, MAX_IDLE_TTL_SECONDS, MAX_TIMEOUT_MS
+
 __all__ = [
     "AgentEntry",
     "BudgetConfig",
@@ -41,9 +43,9 @@ __all__ = [
     "ToolSpanRule",
 ]
 
-Count = Annotated[StrictInt, Field(ge=1)]
-"""Every count is an integer >= 1, refused loudly rather than replaced by a default; strict, so
-10.5, "10" and true are refused."""
+Count = Annotated[StrictInt, Field(ge=1, le=MAX_COUNT)]
+"""Every count is an integer from 1 to ``MAX_COUNT``, refused loudly rather than replaced by a
+default; strict, so 10.5, "10" and true are refused."""
 
 Name = Annotated[StrictStr, Field(min_length=1)]
 Scalar = StrictStr | StrictInt | StrictFloat | StrictBool
@@ -150,10 +152,12 @@ class StoreConfig(_Block):
 
     type: Literal["memory", "redis"] | None = None
     max_scopes: Count | None = None
-    idle_ttl_seconds: Annotated[StrictInt | StrictFloat, Field(gt=0)] | None = None
+    idle_ttl_seconds: (
+        Annotated[StrictInt | StrictFloat, Field(gt=0, le=MAX_IDLE_TTL_SECONDS)] | None
+    ) = None
     url: StrictStr | None = Field(default=None, repr=False)
     """``redis://[[user]:password@]host[:port][/db]``, ``rediss://`` (TLS) or ``unix://``."""
-    timeout_ms: Count | None = None
+    timeout_ms: Annotated[StrictInt, Field(ge=1, le=MAX_TIMEOUT_MS)] | None = None
     """The longest a call waits for the shared store (default 50): then it goes on alone."""
     key_prefix: Name | None = None
     """The start of every key of the shared store (default ``loopguard:``)."""

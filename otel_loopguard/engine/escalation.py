@@ -80,13 +80,25 @@ def continue_streak(history: Sequence[CallRecord], veto: CallRecord, *, same_arg
             return
 
 
-def should_annotate(state: ScopeState, finding: Finding, cfg: ResolvedConfig) -> bool:
+def should_annotate(
+    state: ScopeState, finding: Finding, cfg: ResolvedConfig, intended: Verdict | None = None
+) -> bool:
     """Whether a detection gets its event (and log and count): criticals always; a warning
-    when ``count // warningThreshold`` grows for its detector and signature."""
+    when ``count // warningThreshold`` grows for its detector and signature.
+
+    In observe-only mode criticals too, as warnings: nothing stops the loop, so each of its
+    calls would be one more critical, a log line and an event per call for as long as it runs.
+    A count never exceeds ``historySize``, so a loop is annotated at most
+    ``historySize // warningThreshold`` times per detector (3 with the defaults), and as
+    often again once it would have been aborted (``intended``): that is news of its own.
+    """
     verdict = finding.verdict
-    if verdict.level != "warning":
+    if verdict.level != "warning" and not cfg.observe_only:
         return True
-    key = (verdict.detector, finding.signature)
+    detector = verdict.detector
+    if intended is not None and intended.aborted:
+        detector = f"{detector}:abort"
+    key = (detector, finding.signature)
     bucket = verdict.count // cfg.warning_threshold
     previous = state.warned.get(key, 0)
     if bucket < previous and not cfg.rewarn_after_fading:

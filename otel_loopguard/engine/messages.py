@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .names import escaped
+
 __all__ = ["TAG", "abort_message", "message", "strip_messages"]
 
 TAG = "[loopguard]"
@@ -70,6 +72,7 @@ def message(
 ) -> str:
     """The message for a verdict of ``detector`` at ``level`` about ``tool``; ``stops_run``
     false: the global circuit breaker blocks this call only (``breakerAborts: false``)."""
+    tool, paired = escaped(tool), None if paired is None else escaped(paired)
     if detector == "global_circuit_breaker" and not stops_run:
         return (
             f"CRITICAL: global circuit breaker: {tool} made no progress for {count} identical "
@@ -80,6 +83,7 @@ def message(
 
 def abort_message(detector: str, tool: str, count: int, paired: str | None, criticals: int) -> str:
     """The message of a critical verdict that ended the run: the scope's ``criticals``-th."""
+    tool, paired = escaped(tool), None if paired is None else escaped(paired)
     return (
         f"CRITICAL: {_facts(detector, tool, count, paired)}; this is loop verdict {criticals} "
         f"of this run, so the run is stopped. Report the task as failed. {TAG}"

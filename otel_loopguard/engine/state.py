@@ -165,7 +165,7 @@ class ScopeState:
                     return self._block_batch(calls, call, verdict, cfg, agent, start)
                 # De-duplicated as it is judged, as OpenClaw does: a warning of a batch that a
                 # later call blocks still counts as given.
-                annotate = escalation.should_annotate(self, finding, cfg)
+                annotate = escalation.should_annotate(self, finding, cfg, intended)
                 found.append(
                     Decision(
                         verdict,
@@ -390,7 +390,7 @@ class ScopeState:
         self._append(record)
         if verdict.aborted:
             self.abort = verdict
-        annotate = escalation.should_annotate(self, finding, cfg)
+        annotate = escalation.should_annotate(self, finding, cfg, intended)
         return Decision(
             verdict=verdict,
             annotate=annotate,

@@ -73,7 +73,9 @@ _VOLATILE_SEND_KEYS = frozenset(
 _MAX_SEND_DEPTH = 32
 _MAX_SEND_CONTAINERS = 1 << 16
 MAX_FAILURE_CHARS = 1 << 16
-"""A terminal failure's identity blanks the volatile parts of this much of its output."""
+"""A terminal failure's identity blanks the volatile parts of this much of the start of its
+output, and as much of its end (where a build prints its error, after pages of identical log);
+what lies between counts by its length only."""
 
 # OpenClaw's patterns for the volatile parts of a terminal failure's output, in its order.
 # Linear: each is a literal-led match with bounded or disjoint repetitions.
@@ -242,19 +244,41 @@ def _exec(details: Mapping[str, object], text: str) -> Reading | None:
         or output == f"(Command exited with code {_js_number(exit_code)})"
     ):
         return Reading(value)
-    # The patterns are linear, but an output can be megabytes: its start is blanked, and what
-    # lies past it counts by its length (a failure's cause is in its first lines).
-    shape = output[:MAX_FAILURE_CHARS]
-    for pattern in _VOLATILE_FAILURE:
-        shape = pattern.sub("#", shape)
+    # The patterns are linear, but an output can be megabytes: its start and its end are
+    # blanked (a failure's cause is in its first lines, or in its last after a long log), and
+    # what lies between counts by its length.
+    head, tail, middle = _ends(output)
     failure = {
         "status": status,
         "exitCode": exit_code,
         "timedOut": timed_out,
-        "output": shape,
-        "more": max(0, len(output) - MAX_FAILURE_CHARS),
+        "output": _blanked(head),
+        "tail": _blanked(tail),
+        "more": middle,
     }
     return Reading(value, failure=failure)
+
+
+def _ends(output: str) -> tuple[str, str, int]:
+    """``output``'s first and last :data:`MAX_FAILURE_CHARS` characters, and how many lie
+    between. The end starts on a line where one begins near the cut, so a volatile value is
+    not split differently by outputs of different lengths."""
+    if len(output) <= 2 * MAX_FAILURE_CHARS:
+        return output, "", 0
+    cut = len(output) - MAX_FAILURE_CHARS
+    line = output.find("\n", cut, cut + _LINE_SEARCH_CHARS)
+    if line >= 0:
+        cut = line + 1
+    return output[:MAX_FAILURE_CHARS], output[cut:], cut - MAX_FAILURE_CHARS
+
+
+_LINE_SEARCH_CHARS = 4096
+
+
+def _blanked(text: str) -> str:
+    for pattern in _VOLATILE_FAILURE:
+        text = pattern.sub("#", text)
+    return text
 
 
 def _js_number(value: object) -> str:

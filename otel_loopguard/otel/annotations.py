@@ -55,6 +55,10 @@ class Mark:
     model: str | None = None
     currency: str | None = None
     """The currency of ``loop.cost`` (shown only when the loop cost anything: prices known)."""
+    deduplicated: bool = False
+    """A detection left without its event, log record and count, as one already shown for its
+    loop (a warning, or anything in observe-only mode): the span says so, so what was left out
+    can still be counted."""
 
 
 def _loop_attributes(mark: Mark, attributes: dict[str, AttributeValue]) -> None:
@@ -86,6 +90,8 @@ def event_attributes(mark: Mark) -> dict[str, AttributeValue]:
     if mark.intended is not None:
         attributes["loopguard.observe_only"] = True
         attributes["loopguard.intended_action"] = mark.intended.action
+    if mark.deduplicated:
+        attributes["loopguard.deduplicated"] = True
     _loop_attributes(mark, attributes)
     return attributes
 
@@ -114,6 +120,8 @@ def span_attributes(mark: Mark, existing: Mapping[str, Any] | None) -> dict[str,
     if mark.intended is not None:
         attributes["loopguard.observe_only"] = True
         attributes["loopguard.intended_action"] = mark.intended.action
+    if mark.deduplicated:
+        attributes["loopguard.deduplicated"] = True
     _loop_attributes(mark, attributes)
     return attributes
 

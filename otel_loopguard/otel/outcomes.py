@@ -45,6 +45,7 @@ def mark_of(decision: Decision, tool: str, currency: str | None = None) -> Mark 
         burned=decision.burned,
         model=decision.model,
         currency=currency,
+        deduplicated=decision.new and not decision.annotate,
     )
 
 
