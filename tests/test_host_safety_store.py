@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.trace import StatusCode
 
 from otel_loopguard import ConfigError, LoopGuard, RedisStore, Verdict
@@ -46,6 +48,16 @@ def turn(r: Rig, conversation: str, result: object = "same") -> None:
         "invoke_agent chat", attributes={"gen_ai.conversation.id": conversation}
     ):
         tool_span(r.tracer, "read_file", {"path": "a"}, result)
+
+
+def metric_total(reader: InMemoryMetricReader, name: str) -> int:
+    data = reader.get_metrics_data()
+    for resource in data.resource_metrics if data else []:
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                if metric.name == name:
+                    return sum(int(getattr(p, "value", 0)) for p in metric.data.data_points)
+    raise AssertionError(f"no {name} metric")
 
 
 def run_python(code: str, *args: str, limit: float = 60) -> subprocess.CompletedProcess[str]:
@@ -153,13 +165,15 @@ def test_a_reply_over_the_size_bound_is_dropped_and_counted(
 ) -> None:
     caplog.set_level(logging.WARNING, logger="otel_loopguard")
     store = RedisStore(redis_server.url, key_prefix=prefix, timeout=5.0, clock=Clock())
-    guard = LoopGuard({"enabled": True}, store=store)
+    reader = InMemoryMetricReader()
+    guard = LoopGuard({"enabled": True}, store=store, meter_provider=MeterProvider([reader]))
     guard.check("read_file", {"path": "a"}, scope="run-1")
     key = f"{prefix}{codec.SCHEMA}:run-1"
     redis_server.client().hset(key, "t", b"x" * (MAX_REPLY_BYTES + 1))  # the reply holds it
     assert guard.check("read_file", {"path": "a"}, scope="run-1").level == "ok"
     stats = guard.stats()
     assert (stats.rejected, stats.fallbacks) == (1, 1)
+    assert metric_total(reader, "loopguard.state.rejected") == 1
 
 
 # -- one scope's input ----------------------------------------------------------------------------
