@@ -17,8 +17,10 @@ import threading
 import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from opentelemetry import trace
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.trace import StatusCode
@@ -249,6 +251,49 @@ def test_a_verdict_written_into_the_cache_never_reaches_the_model(
         texts += [str(v) for e in span.events for v in e.attributes.values()]
         assert not any(FORGED in text for text in texts)
     assert r.guard.stats().rejected >= 1
+
+
+def alternate(r: Rig, n: int) -> None:
+    tool_span(r.tracer, "read_file" if n % 2 else "list_dir", {"path": "a"}, "same")
+
+
+@pytest.mark.parametrize(
+    ("config", "call"),
+    [
+        ({}, lambda r, n: tool_span(r.tracer, "read_file", {"path": "a"}, "same")),
+        ({"observeOnly": True}, lambda r, n: tool_span(r.tracer, "read_file", {"p": 1}, "x")),
+        (
+            {"breakerAborts": False, "abortAfterCriticals": 0},
+            lambda r, n: tool_span(r.tracer, "read_file", {"p": 1}, "x"),
+        ),
+        ({}, alternate),
+        ({}, lambda r, n: tool_span(r.tracer, "fetch", {"n": n}, error="unknown tool: search")),
+        ({"budget": {"toolCalls": 30}}, lambda r, n: tool_span(r.tracer, "t", {"n": n}, n)),
+        ({}, lambda r, n: tool_span(r.tracer, f"tool-{'x' * 300}", {"p": 1}, "same")),
+    ],
+    ids=["repeat", "observe-only", "breaker", "ping-pong", "unknown-tool", "budget", "long-name"],
+)
+def test_every_verdict_we_give_is_read_back_from_the_store(
+    redis_server: RedisServer, prefix: str, config: dict[str, object], call: Any
+) -> None:
+    # The check that refuses forged verdicts refuses none of ours: two workers share each
+    # kind of detection, warnings, blocks and aborts, with nothing refused and no fallback.
+    workers = [
+        rig(
+            {"enabled": True, **config},
+            store=RedisStore(redis_server.url, key_prefix=prefix, timeout=5.0),
+        )
+        for _ in range(2)
+    ]
+    with workers[0].tracer.start_as_current_span("invoke_agent run") as run:
+        for n in range(40):
+            r = workers[n % 2]
+            with r.tracer.start_as_current_span("step", context=trace.set_span_in_context(run)):
+                call(r, n)
+                r.guard.abort_verdict()
+    levels = {s.attributes.get("loopguard.level") for w in workers for s in w.spans()}
+    assert "critical" in levels, levels  # warned, then blocked or aborted, across workers
+    assert [(w.guard.stats().rejected, w.guard.stats().fallbacks) for w in workers] == [(0, 0)] * 2
 
 
 DEEP_STATE = """
