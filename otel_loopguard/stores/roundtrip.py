@@ -63,6 +63,8 @@ class _Socket:
 
     def _wait(self) -> float | None:
         """The timeout for the next read: what is left of the round trip, if less."""
+        if self._timeout == 0:
+            return None  # a poll (is there data left on a pooled connection?): never waits
         left: float = self._owner.deadline - time.monotonic()
         if left <= 0:
             raise TimeoutError("the round trip took longer than its timeout")
