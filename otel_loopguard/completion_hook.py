@@ -38,6 +38,7 @@ from opentelemetry import trace
 
 from .config.settings import ResolvedConfig
 from .engine.digests import OutcomeDigest, digest_outcome
+from .engine.names import bounded
 from .engine.records import ProposedCall
 from .engine.state import Decision, ScopeState
 from .engine.verdict import Verdict
@@ -249,7 +250,7 @@ def _tool_calls(outputs: Sequence[Any]) -> Iterable[tuple[str, object, str | Non
             if getattr(part, "type", None) == "tool_call" and isinstance(name, str) and name:
                 call_id = getattr(part, "id", None)
                 yield (
-                    name,
+                    bounded(name),  # as a span's tool name is: kept, shown, and shared
                     getattr(part, "arguments", None),
                     (call_id if isinstance(call_id, str) and call_id else None),
                 )

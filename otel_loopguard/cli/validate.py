@@ -24,7 +24,8 @@ from ..config.environment import (
     kill_switch,
 )
 from ..config.loading import ConfigError, load_config, load_file
-from ..config.model import LoopDetectionConfig, LoopGuardConfig, redact_url
+from ..config.model import LoopDetectionConfig, LoopGuardConfig
+from ..config.redaction import redact_url
 from ..config.settings import (
     DEFAULT_POLL_RULES,
     DEFAULT_VOLATILE_KEYS,

@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from .bounds import MAX_CONFIG_BYTES, MAX_CONFIG_DEPTH, data_problem, text_problem
 from .model import LoopDetectionConfig, LoopGuardConfig, known_keys
+from .redaction import redacted
 
 __all__ = ["ConfigError", "load_config", "load_file"]
 
@@ -234,15 +235,10 @@ def _kind(value: object) -> str:
     return f"a {type(value).__name__}"
 
 
-_PASSWORD = re.compile(r"(://[^/@\s'\":]*:)[^/@\s'\"]*@")
-"""A password in a URL (``scheme://user:password@``). Linear: the user ends at the first ``:``
-and neither part crosses a ``/``, so the scans that start at each ``://`` never overlap."""
-
-
 def _show(value: object) -> str:
     # A store's URL may carry a password: never repeat it in a message (redacted before the
     # text is shortened, which could cut the URL before its '@').
-    text = "null" if value is None else _PASSWORD.sub(r"\1***@", repr(value))
+    text = "null" if value is None else redacted(repr(value))
     return text if len(text) <= 80 else text[:77] + "..."
 
 

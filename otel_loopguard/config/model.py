@@ -56,18 +56,6 @@ STORE_SCHEMES = ("redis", "rediss", "unix")
 """URL schemes of a shared store: Redis or Valkey, over TCP, TLS or a Unix socket."""
 
 
-def redact_url(url: str) -> str:
-    """The URL, quoted, with its password (if any) replaced by ``***``: for messages."""
-    try:
-        parts = urlsplit(url)
-        if parts.password is None:
-            return repr(url)
-    except ValueError:  # not a URL at all (an unbalanced '[', say): nothing to keep
-        return "a text that is not a URL"
-    host = parts.netloc.rpartition("@")[2]
-    return repr(parts._replace(netloc=f"{parts.username or ''}:***@{host}").geturl())
-
-
 def store_url(url: object) -> str:
     """``url`` if it names a Redis or Valkey server, else a ``ValueError`` saying what is
     allowed (it never repeats the URL, which may hold a password)."""

@@ -19,9 +19,11 @@ import hashlib
 import json
 import typing
 
+from .jsontext import MAX_DEPTH, shallow
 from .records import CallRecord
 from .rows import CodecError, Tables, carried_classes, fields, names, row
 from .state import MAX_OPEN_ASKS, MIN_OPEN_SPANS, ScopeState
+from .trusted import is_ours
 from .verdict import OK, Verdict
 
 __all__ = [
@@ -91,10 +93,7 @@ def decode(blob: bytes, history_size: int) -> ScopeState:
     anything else, whatever the bytes."""
     if len(blob) > MAX_BYTES:
         raise CodecError(f"a state of {len(blob)} bytes (at most {MAX_BYTES})")
-    try:
-        data = json.loads(blob)
-    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
-        raise CodecError(f"not JSON ({type(exc).__name__})") from None
+    data = _json(blob)
     if type(data) is not list or len(data) != _HEAD + len(_SHARED) or type(data[0]) is not int:
         raise CodecError("not a state of this format")
     if data[0] != FORMAT:
@@ -120,8 +119,29 @@ def decode(blob: bytes, history_size: int) -> ScopeState:
     return state
 
 
+def _json(blob: bytes) -> object:
+    """The JSON value of ``blob``, measured before it is parsed: the parser recurses in C once
+    per level, so a host that raised its recursion limit would crash on ``[`` * 200,000."""
+    try:
+        text = blob.decode()
+    except UnicodeDecodeError:
+        raise CodecError("not UTF-8") from None
+    if not shallow(text):
+        raise CodecError(f"nested deeper than {MAX_DEPTH} levels, or unbalanced")
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise CodecError(f"not JSON ({type(exc).__name__})") from None
+
+
 def _interned(verdict: Verdict) -> Verdict:
-    return OK if verdict == OK else verdict
+    """One verdict of the state, refused unless it is one otel-loopguard gives: its message
+    reaches the model, and anyone who can write the store could have written it."""
+    if verdict == OK:
+        return OK
+    if not is_ours(verdict):
+        raise CodecError("a verdict otel-loopguard does not give")
+    return verdict
 
 
 def _bound(state: ScopeState) -> None:
@@ -141,8 +161,7 @@ def encode_verdict(verdict: Verdict) -> bytes:
 
 def decode_verdict(blob: bytes) -> Verdict:
     """A verdict from :func:`encode_verdict`'s bytes; ``CodecError`` for anything else."""
-    try:
-        item = json.loads(blob)
-    except (ValueError, RecursionError) as exc:
-        raise CodecError(f"not JSON ({type(exc).__name__})") from None
+    if len(blob) > MAX_BYTES:
+        raise CodecError(f"a verdict of {len(blob)} bytes (at most {MAX_BYTES})")
+    item = _json(blob)
     return _interned(_VERDICT[1](item, Tables(KEYS)))

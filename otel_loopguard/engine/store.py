@@ -60,6 +60,10 @@ class StoreStats:
     fallbacks: int = 0
     """Calls a shared store served from this process's own state because the server failed
     or was not answering (always 0 for the in-memory store)."""
+    rejected: int = 0
+    """What a shared store refused to read: replies over ``MAX_REPLY_BYTES``, and scopes'
+    states or flags that are not what otel-loopguard writes (garbage, nested too deep, a
+    forged verdict). Each such call is a fallback too."""
 
 
 class Store(Protocol):

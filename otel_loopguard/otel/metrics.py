@@ -16,12 +16,20 @@ from opentelemetry.metrics import CallbackOptions, Observation
 from ..engine.store import Store
 from .annotations import meter_of
 
-__all__ = ["EVICTIONS_NAME", "FALLBACKS_NAME", "RECORDS_NAME", "SCOPES_NAME", "observe_store"]
+__all__ = [
+    "EVICTIONS_NAME",
+    "FALLBACKS_NAME",
+    "RECORDS_NAME",
+    "REJECTED_NAME",
+    "SCOPES_NAME",
+    "observe_store",
+]
 
 SCOPES_NAME = "loopguard.state.scopes"
 RECORDS_NAME = "loopguard.state.records"
 EVICTIONS_NAME = "loopguard.state.evictions"
 FALLBACKS_NAME = "loopguard.state.fallbacks"
+REJECTED_NAME = "loopguard.state.rejected"
 
 
 def observe_store(store: Store, meter_provider: metrics.MeterProvider | None) -> None:
@@ -53,6 +61,10 @@ def observe_store(store: Store, meter_provider: metrics.MeterProvider | None) ->
         live = held()
         return [] if live is None else [Observation(live.stats().fallbacks)]
 
+    def rejected(_: CallbackOptions) -> Iterable[Observation]:
+        live = held()
+        return [] if live is None else [Observation(live.stats().rejected)]
+
     meter.create_observable_up_down_counter(
         SCOPES_NAME,
         callbacks=[scopes],
@@ -78,4 +90,11 @@ def observe_store(store: Store, meter_provider: metrics.MeterProvider | None) ->
         unit="{call}",
         description="Calls otel-loopguard's shared state store (Redis) served from this "
         "process's own state because the server failed, was slow or answered with garbage.",
+    )
+    meter.create_observable_counter(
+        REJECTED_NAME,
+        callbacks=[rejected],
+        unit="{reply}",
+        description="Replies and stored states otel-loopguard's shared state store refused to "
+        "read: over its size bound, nested too deep, or not what otel-loopguard writes.",
     )

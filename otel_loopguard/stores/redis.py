@@ -24,7 +24,6 @@ else changed meanwhile keeps what this process recorded; otherwise the server's 
 from __future__ import annotations
 
 import itertools
-import logging
 import os
 import threading
 import time
@@ -36,24 +35,22 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from ..config.loading import ConfigError
 from ..engine import codec
+from ..engine.codec import CodecError
 from ..engine.state import ScopeState
 from ..engine.store import IoContext, StoreStats
 from ..engine.verdict import Verdict
 from . import server
+from .health import MAX_ATTEMPTS, ServerHealth, server_errors
+from .roundtrip import Limits
 
 if TYPE_CHECKING:
     import redis
 
-__all__ = ["RedisStore"]
+__all__ = ["MAX_ATTEMPTS", "RedisStore"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
 
-_logger = logging.getLogger("otel_loopguard")
-
-MAX_ATTEMPTS = 64
-"""Updates of one scope lost to other processes' changes in a row (one round trip each) before
-the call is served from this process's state; the timeout ends the attempts sooner."""
 
 _STORES: weakref.WeakSet[RedisStore] = weakref.WeakSet()
 
@@ -76,7 +73,7 @@ class _Entry:
         self.abort = state.abort
 
 
-class RedisStore:
+class RedisStore(ServerHealth):
     """A state store on Redis or Valkey that processes and hosts share; fails open.
 
     ``url``: ``redis://[[user]:password@]host[:port][/db]``, ``rediss://`` for TLS, or
@@ -102,9 +99,14 @@ class RedisStore:
         _check(timeout, idle_ttl_seconds, key_prefix, max_scopes, retry_seconds)
         if (url is None) == (client is None):
             raise ConfigError("RedisStore: give either url or client")
-        self._client = client if client is not None else server.connect(url, float(timeout))
+        self._limits = Limits()
+        self._client = (
+            client if client is not None else server.connect(url, float(timeout), self._limits)
+        )
+        self._server_errors = server_errors()
         self._update = self._client.register_script(server.UPDATE)
         self._release = self._client.register_script(server.RELEASE)
+        self._read_abort = self._client.register_script(server.ABORT)
         self._where = server.describe(self._client)
         self._timeout = float(timeout)
         self._ttl_ms = max(1, round(idle_ttl_seconds * 1000))
@@ -136,6 +138,8 @@ class RedisStore:
         self._holder = f"h:{self._process}".encode()
         self._tokens = itertools.count()  # next() on a count is atomic: no lock
         self._contended = False
+        self._said: set[str] = set()
+        self._rejected = 0
 
     # -- the Store interface ------------------------------------------------------------------
 
@@ -158,7 +162,7 @@ class RedisStore:
         token, state = self._take(key)
         if not self._due():
             return self._locally(key, token, state, fn(state, *args, **kwargs))
-        name = self._prefix + key
+        name = self._name(key)
         holder = self._holder if key in self._roots else b""
         deadline = time.monotonic() + self._timeout
         for _ in range(MAX_ATTEMPTS):
@@ -169,18 +173,23 @@ class RedisStore:
             try:
                 with self._io():
                     reply = self._update(
-                        keys=[name], args=[token, new, blob, abort, self._ttl_ms, holder]
+                        keys=[name],
+                        args=[token, new, blob, abort, self._ttl_ms, holder, codec.MAX_BYTES],
                     )
                 current = server.conflict(reply)
-                if current is None:
-                    self._put(key, new, state, held=bool(holder))
-                    return result
-                # The token first: a state that cannot be read is replaced by this process's
-                # with the next update the server takes.
-                token, blob = current
-                state = codec.decode(blob, self._history_size) if blob else self._new()
             except Exception as exc:  # the server's failure or garbage, never fn's
                 self._failed(exc)
+                return self._locally(key, token, state, result)
+            if current is None:
+                self._put(key, new, state, held=bool(holder))
+                return result
+            # The token first: a state that cannot be read is replaced by this process's with
+            # this scope's next update.
+            token, blob = current
+            try:
+                state = codec.decode(blob, self._history_size) if blob else self._new()
+            except CodecError:
+                self._unreadable()
                 return self._locally(key, token, state, result)
             if time.monotonic() >= deadline:
                 break
@@ -195,13 +204,16 @@ class RedisStore:
             if self._due():
                 try:
                     with self._io():
-                        blob = server.as_bytes(self._client.hget(self._prefix + key, "a"))
-                    verdict = codec.decode_verdict(blob) if blob else None
+                        reply = self._read_abort(keys=[self._name(key)], args=[codec.MAX_BYTES])
+                        blob = server.as_bytes(reply)
                 except Exception as exc:
                     self._failed(exc)
                 else:
                     self._recovered()
-                    return verdict
+                    try:
+                        return codec.decode_verdict(blob) if blob else None
+                    except CodecError:
+                        self._unreadable()  # this scope's flag, not the server: as last seen
             with self._lock:
                 self._fallbacks += 1
         entry = self._cache.get(key)  # a dictionary read: atomic, no lock
@@ -211,7 +223,7 @@ class RedisStore:
         """Forget a scope, for every process (``guard.reset``)."""
         self._forget(key)
         if self._due():
-            self._remote(lambda: self._client.delete(self._prefix + key))
+            self._remote(lambda: self._client.delete(self._name(key)))
 
     def root_started(self, key: str, *, remote_parent: bool = False) -> None:
         """A local root of the trace started here: this process holds the scope while one is
@@ -221,7 +233,11 @@ class RedisStore:
             return
         with self._lock:
             if len(self._roots) >= 4 * self._max_scopes:
-                self._roots.pop(next(iter(self._roots)))
+                # A run whose root never ends (dropped unended): forgotten here; its key
+                # expires after the idle TTL, as every key written does.
+                oldest = next(iter(self._roots))
+                del self._roots[oldest]
+                self._held.discard(oldest)
             self._roots[key] = self._roots.get(key, 0) + 1
 
     def root_ended(self, key: str, *, remote_parent: bool = False) -> None:
@@ -237,7 +253,7 @@ class RedisStore:
             held = key in self._held
         self._forget(key)
         if held and self._due():
-            name = self._prefix + key
+            name = self._name(key)
             self._remote(lambda: self._release(keys=[name], args=[self._holder]))
 
     def stats(self) -> StoreStats:
@@ -245,6 +261,7 @@ class RedisStore:
         with self._lock:
             entries = list(self._cache.values())
             evicted, released, fallbacks = self._evicted, self._released, self._fallbacks
+            rejected = self._rejected + self._limits.oversized
         records = sum(len(e.state.history) for e in entries if e.state is not None)
         return StoreStats(
             scopes=len(entries),
@@ -253,6 +270,7 @@ class RedisStore:
             evicted_idle=0,  # the server expires idle scopes
             released=released,
             fallbacks=fallbacks,
+            rejected=rejected,
         )
 
     def __len__(self) -> int:
@@ -263,6 +281,11 @@ class RedisStore:
         self._client.close()
 
     # -- this process's copies -----------------------------------------------------------------
+
+    def _name(self, key: str) -> bytes:
+        """The scope's key, as bytes of our making: a scope id the client could not encode (a
+        lone surrogate is valid JSON) would fail every call to the store, not only its own."""
+        return (self._prefix + key).encode("utf-8", "surrogatepass")
 
     def _new(self) -> ScopeState:
         return ScopeState(self._history_size)
@@ -285,7 +308,7 @@ class RedisStore:
         """Keep the state the server stored under ``token``."""
         with self._lock:
             self._keep(key, token, state)
-            if held:
+            if held and key in self._roots:  # held while a root is open (bounded with them)
                 self._held.add(key)
             recovered, self._down = self._down, False
         if recovered:
@@ -315,70 +338,6 @@ class RedisStore:
             if self._cache.pop(key, None) is not None or key in self._held:
                 self._released += 1
             self._held.discard(key)
-
-    # -- outages --------------------------------------------------------------------------------
-
-    def _due(self) -> bool:
-        """Whether to ask the server: always, unless it failed and is not due for a retry (the
-        caller that finds it due is the one that retries; the others go on locally)."""
-        if not self._down:
-            return True
-        now = self._clock()
-        with self._lock:
-            if now < self._retry_at:
-                return False
-            self._retry_at = now + self._retry_seconds
-        return True
-
-    def _remote(self, call: Callable[[], object]) -> None:
-        try:
-            with self._io():
-                call()
-        except Exception as exc:
-            self._failed(exc)
-        else:
-            self._recovered()
-
-    def _failed(self, exc: Exception) -> None:
-        with self._lock:
-            self._retry_at = self._clock() + self._retry_seconds
-            if self._down:
-                return
-            self._down = True
-        # Once per outage; the exception's text names the server's problem (it never holds
-        # tool data: the store sends and receives digests only).
-        _logger.warning(
-            "otel-loopguard's shared state store %s failed (%s: %.200s); each process goes on "
-            "with its own copy of the state, and the store is tried again every %gs",
-            self._where,
-            type(exc).__name__,
-            exc,
-            self._retry_seconds,
-        )
-
-    def _recovered(self) -> None:
-        if not self._down:
-            return
-        with self._lock:
-            recovered, self._down = self._down, False
-        if recovered:
-            self._log_recovered()
-
-    def _log_recovered(self) -> None:
-        _logger.warning("otel-loopguard's shared state store %s answers again", self._where)
-
-    def _contention(self) -> None:
-        if self._contended:
-            return
-        self._contended = True  # said once per process: it is the load, not an outage
-        _logger.warning(
-            "otel-loopguard: other processes kept changing a scope of the shared store before "
-            "this one could store its update (%d attempts, or its timeout of %gs): a call was "
-            "decided on the newest state seen, and not shared (logged once per process; each "
-            "such call is counted in StoreStats.fallbacks)",
-            MAX_ATTEMPTS,
-            self._timeout,
-        )
 
 
 def _check(timeout: float, ttl: float, prefix: str, max_scopes: int, retry_seconds: float) -> None:

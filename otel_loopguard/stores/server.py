@@ -6,17 +6,25 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..config.loading import ConfigError
-from ..config.model import redact_url, store_url
+from ..config.model import store_url
+from ..config.redaction import quoted_userinfo, redact_url
 from ..engine.codec import CodecError
+from .roundtrip import Limits, bounded
 
 if TYPE_CHECKING:
     import redis
 
-__all__ = ["RELEASE", "UPDATE", "as_bytes", "conflict", "connect", "describe"]
+__all__ = ["ABORT", "RELEASE", "UPDATE", "as_bytes", "conflict", "connect", "describe"]
+
+# A field longer than the codec reads is answered as '-': not JSON, so it is one scope's
+# unreadable state (replaced by its next update), never a reply too large to take.
 
 UPDATE = """
 local current = redis.call('HGET', KEYS[1], 't') or ''
 if current ~= ARGV[1] then
+  if redis.call('HSTRLEN', KEYS[1], 's') > tonumber(ARGV[7]) then
+    return {0, current, '-'}
+  end
   return {0, current, redis.call('HGET', KEYS[1], 's') or ''}
 end
 redis.call('HSET', KEYS[1], 't', ARGV[2], 's', ARGV[3])
@@ -32,7 +40,14 @@ redis.call('PEXPIRE', KEYS[1], ARGV[5])
 return {1}
 """
 """KEYS[1]: the scope. ARGV: the token read ('' for none), the new token, the new state, the
-abort flag ('' for none), the TTL in ms, the process's root field ('' when it has no open root)."""
+abort flag ('' for none), the TTL in ms, the process's root field ('' when it has no open root),
+the longest state the codec reads."""
+
+ABORT = """
+if redis.call('HSTRLEN', KEYS[1], 'a') > tonumber(ARGV[1]) then return '-' end
+return redis.call('HGET', KEYS[1], 'a') or ''
+"""
+"""The scope's abort flag ('' for none); ARGV[1]: the longest the codec reads."""
 
 RELEASE = """
 redis.call('HDEL', KEYS[1], ARGV[1])
@@ -65,9 +80,10 @@ def as_bytes(value: object) -> bytes:
     raise CodecError(f"the store answered with a {type(value).__name__}")
 
 
-def connect(url: str | None, timeout: float) -> redis.Redis:
+def connect(url: str | None, timeout: float, limits: Limits) -> redis.Redis:
     """A client for ``url`` whose every connection attempt and round trip gives up after
-    ``timeout`` seconds, once: no retries, no health checks of its own."""
+    ``timeout`` seconds, once: no retries, no health checks of its own; a reply over
+    ``roundtrip.MAX_REPLY_BYTES`` is dropped and counted in ``limits``."""
     try:
         url = store_url(url)
     except ValueError as exc:
@@ -83,15 +99,21 @@ def connect(url: str | None, timeout: float) -> redis.Redis:
         ) from None
     try:
         client = redis.Redis.from_url(
-            url,
+            quoted_userinfo(url),
             socket_timeout=timeout,
             socket_connect_timeout=timeout,
             retry=Retry(NoBackoff(), 0),  # one attempt per call: a retry would double the wait
             health_check_interval=0,
         )
-    except ValueError as exc:
-        raise ConfigError(f"RedisStore url {redact_url(url)}: {exc}") from None
+    except ValueError:
+        # The client's words may quote a piece of the URL (a password's, say): not shown.
+        raise ConfigError(
+            f"RedisStore url {redact_url(url)}: the Redis client cannot read its host, port or "
+            "database (percent-encode any of '/?#@' in the user name or password)"
+        ) from None
     client.set_retry(Retry(NoBackoff(), 0))
+    pool = client.connection_pool
+    pool.connection_class = bounded(pool.connection_class, limits)
     return client
 
 
