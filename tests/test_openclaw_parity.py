@@ -27,13 +27,11 @@ from .openclaw.conformance import (
     Step,
     explanation,
     first_difference,
-    hand_written,
     install,
-    odd_scenarios,
     openclaw_verdicts,
     our_verdicts,
-    random_scenarios,
 )
+from .openclaw.scenarios import hand_written, odd_scenarios, random_scenarios
 
 PROFILES = Path(__file__).resolve().parent.parent / "docs" / "profiles.md"
 OPENCLAW = {"enabled": True, "profile": "openclaw", "abortAfterCriticals": 0}
