@@ -36,7 +36,7 @@ from .openclaw.scenarios import hand_written, odd_scenarios, random_scenarios
 PROFILES = Path(__file__).resolve().parent.parent / "docs" / "profiles.md"
 OPENCLAW = {"enabled": True, "profile": "openclaw", "abortAfterCriticals": 0}
 DEFAULT = {"enabled": True, "abortAfterCriticals": 0}
-SEEDS = (11, 12, 13)
+SEEDS = (11, 12, 13, 14, 15)
 PER_SEED = 100
 
 HAND_WRITTEN = hand_written()

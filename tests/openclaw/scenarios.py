@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .conformance import Step
+from .shapes import recorded_as_text, shaped_result
 
 
 def text_result(text: str, **details: Any) -> dict[str, Any]:
@@ -150,6 +151,7 @@ def hand_written() -> dict[str, list[Step]]:
             {"tool": "read", "args": {"path": "a.txt"}},
             *repeat(read, 4),
         ],
+        **recorded_as_text(),
     }
 
 
@@ -160,8 +162,15 @@ _TOOLS: dict[str, list[Any]] = {
     "exec": [{"command": c} for c in ("make", "make test", "npm test")],
     "process": [{"action": "poll", "sessionId": "s1"}, {"action": "log", "sessionId": "s1"}],
     "write": [{"path": "out.txt", "content": "x"}, {"path": "b.txt", "content": "y"}],
-    "message": [{"action": "send", "to": "u1", "text": "hi"}, {"action": "read", "to": "u1"}],
-    "command_status": [{"id": "j1"}, {}],
+    "message": [
+        {"action": "send", "to": "u1", "text": "hi"},
+        {"action": "read", "to": "u1"},
+        {"action": " send", "to": "u1", "text": "hi"},
+        {"action": "broadcast", "text": "hi"},
+    ],
+    "sessions_send": [{"sessionKey": "s2", "message": "hi"}],
+    "conversations_send": [{"to": "u2", "text": "hi"}],
+    "command_status": [{"id": "j1"}, {}, {"id": "j2"}],
     "Fetch": [{"url": "https://example.test/a"}, "https://example.test/a"],
     "fetch": [{"url": "https://example.test/a"}],
     "bash": [{"command": "make"}, {"command": "make test"}],
@@ -181,6 +190,8 @@ def _outcome(rng: random.Random, tool: str, n: int) -> Step:
         return {}
     if roll < 0.2:
         return {"result": VETO_RESULT}
+    if roll < 0.55:
+        return {"result": shaped_result(rng, tool, n)}
     if tool == "exec":
         status = rng.choice(["failed", "failed", "completed", "running"])
         return {
@@ -210,23 +221,37 @@ def _outcome(rng: random.Random, tool: str, n: int) -> Step:
 
 
 def random_scenario(rng: random.Random) -> list[Step]:
-    """10 to 80 steps in segments: repeats, alternations, churn, polls, noise, compactions."""
+    """10 to 80 steps in segments: repeats, alternations, churn, polls, noise, compactions,
+    and loops whose outcome stays but is stamped with fresh ids and timings."""
     length = rng.randint(10, 80)
     steps: list[Step] = []
     tools = sorted(_TOOLS)
     while len(steps) < length:
-        mode = rng.choice(["repeat", "repeat", "alternate", "churn", "noise", "compaction"])
+        mode = rng.choice(
+            ["repeat", "repeat", "alternate", "churn", "noise", "compaction", "stamped"]
+        )
         size = rng.randint(3, 25)
         if mode == "compaction":
             steps.append({"compaction": True})
+            continue
+        if mode == "stamped":
+            steps.extend(_stamped(rng, len(steps)))
             continue
         tool = rng.choice(tools)
         variants = _TOOLS[tool]
         if mode == "repeat":
             args = rng.choice(variants)
             fixed = _outcome(rng, tool, len(steps))
+            # Half the repeats give one outcome, stamped afresh on every call (new ids, new
+            # timings): made from a generator in the same state each time.
+            shape = rng.random() if rng.random() < 0.5 else None
             for _ in range(size):
-                outcome = fixed if rng.random() < 0.85 else _outcome(rng, tool, len(steps))
+                if rng.random() >= 0.85:
+                    outcome = _outcome(rng, tool, len(steps))
+                elif shape is None:
+                    outcome = fixed
+                else:
+                    outcome = _outcome(random.Random(shape), tool, len(steps))
                 steps.append({"tool": tool, "args": args, **outcome})
         elif mode == "alternate":
             other = rng.choice(tools)
@@ -269,6 +294,31 @@ def _batched(rng: random.Random, steps: list[Step]) -> list[Step]:
         else:
             out.extend(group)
     return out
+
+
+_STAMPED_TOOLS = ["process", "command_status", "message", "sessions_send", "search", "exec"]
+
+
+def _stamped(rng: random.Random, start: int) -> list[Step]:
+    """A loop of 10 to 32 calls of one call, or of two in alternation, each giving one
+    shape of result stamped afresh (:mod:`.shapes`), now and then an error, a compaction or
+    another outcome in between."""
+    pair = [rng.choice(_STAMPED_TOOLS) for _ in range(rng.choice([1, 1, 2]))]
+    calls = [(tool, rng.choice(_TOOLS[tool]), rng.random()) for tool in pair]
+    steps: list[Step] = []
+    for i in range(rng.randint(10, 32)):
+        roll = rng.random()
+        if roll < 0.04:
+            steps.append({"compaction": True})
+        tool, args, shape = calls[i % len(calls)]
+        n = start + len(steps)
+        if roll > 0.93:
+            steps.append({"tool": tool, "args": args, **_outcome(rng, tool, n)})
+        else:
+            steps.append(
+                {"tool": tool, "args": args, "result": shaped_result(random.Random(shape), tool, n)}
+            )
+    return steps
 
 
 def random_scenarios(seed: int, count: int) -> Iterator[list[Step]]:
