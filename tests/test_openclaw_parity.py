@@ -144,6 +144,7 @@ def test_the_default_profile_differs_only_where_the_readme_says(
     assert {
         "A blocked call carries the outcome it vetoed",
         "The global circuit breaker aborts the run",
+        "A result recorded as JSON text is read as the value written in it",
     } <= rows
 
 

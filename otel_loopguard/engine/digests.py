@@ -99,6 +99,10 @@ def _result(
             # A framework's answer to a call of a missing tool, given as the call's result
             # (LangGraph's ToolNode, Agno): the call failed.
             return _error(call, result, None, cfg)
+        if not cfg.text_results_parsed:
+            # OpenClaw digests a result that is not an object as it is: a text, JSON or not,
+            # is compared whole, ids and timings in it included.
+            return OutcomeDigest(result_fp=fp.text_key(result), unknown_tool=None, outcome="ok")
         if _may_be_structured(result, cfg):
             parsed = fp.normalise(result).value
             if type(parsed) is dict:

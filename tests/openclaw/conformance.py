@@ -167,6 +167,9 @@ DIFFERENCES: dict[str, dict[str, Any]] = {
     "The global circuit breaker aborts the run": {"breaker_aborts": False},
     "A blocked call carries the outcome it vetoed": {"veto_carries_outcome": False},
     "Volatile keys are ignored in results": {"volatile_keys": frozenset({WARNING_KEY})},
+    "A result recorded as JSON text is read as the value written in it": {
+        "text_results_parsed": False
+    },
     "A ping-pong's count is at most the window": {"ping_pong_capped": False},
     "Poll warnings are de-duplicated per call": {"poll_warning_per_result": True},
     "Only results of OpenClaw's shape are read as its result object": {"any_object_result": True},
