@@ -13,6 +13,8 @@ from typing import Any
 
 from otel_loopguard.replay import COMPACTION, Call, Compaction, replay
 
+from .helpers import rig
+
 OPENCLAW = {"enabled": True, "profile": "openclaw", "abortAfterCriticals": 0}
 DEFAULT = {"enabled": True, "abortAfterCriticals": 0}
 POLL = {"action": "poll", "sessionId": "s1"}
@@ -90,3 +92,24 @@ def test_profile_openclaw_compares_a_send_recorded_as_json_text_whole() -> None:
     assert detections(calls, OPENCLAW)[20] == "warning:generic_repeat"
     # Read as the send it is, its message id left out: the same send again.
     assert detections(calls, DEFAULT)[20] == "critical:generic_repeat"
+
+
+def test_empty_volatile_keys_blank_nothing_but_the_guards_own_warning() -> None:
+    calls = [
+        Call("search", {"q": "x"}, json.dumps({"v": 1, "loopguard_warning": f"note {n}"}))
+        for n in range(21)
+    ]
+    for config in (DEFAULT, {**DEFAULT, "profile": "openclaw"}):
+        assert detections(calls, {**config, "volatileKeys": []})[20] == "warning:generic_repeat"
+    # What the guard adds to a result for the model is still taken out (by exact match), so
+    # the same result with a warning in it is the same outcome.
+    r = rig({"enabled": True, "volatileKeys": []})
+
+    @r.guard.tool
+    def fetch(url: str) -> dict[str, str]:
+        return {"body": "same"}
+
+    with r.tracer.start_as_current_span("agent"):
+        results = [fetch("https://example.test") for _ in range(21)]
+    assert "loopguard_warning" in results[10]  # type: ignore[operator]
+    assert str(results[20]).startswith("CRITICAL:")

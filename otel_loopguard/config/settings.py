@@ -277,9 +277,11 @@ def _normalise(block: LoopDetectionConfig, label: str, notes: list[str]) -> Reso
             "global circuit breaker can never fire (a streak cannot be longer than the window)"
         )
     toggles = block.detectors or DetectorToggles()
+    # As given: ``[]`` blanks nothing. The guard's own warning is taken out of a result by
+    # exact match before it is digested (engine/additions.py), not blanked as a volatile key.
     volatile = (
         defaults.volatile_keys if block.volatile_keys is None else frozenset(block.volatile_keys)
-    ) | {WARNING_KEY}
+    )
     guard = block.post_compaction_guard
     # Laid over the profile's defaults: the fields only a profile sets (the rules where ours
     # and OpenClaw's differ) come with them.

@@ -10,7 +10,7 @@ from ..config.settings import WARNING_KEY, ResolvedConfig
 from . import fingerprint as fp
 from . import structured
 from .additions import may_carry, without_message
-from .messages import strip_messages
+from .messages import MAX_SEARCH_CHARS, TAG, strip_messages
 from .names import openclaw_tool_name, unknown_tool_name
 from .records import UNRECORDED, Outcome, ProposedCall
 
@@ -108,7 +108,9 @@ def _result(
             if type(parsed) is dict:
                 result = parsed
     if type(result) is dict:
-        if WARNING_KEY in result:
+        if _carries_warning(result):
+            # A warning the guard put in a mapping result (the message may be unknown here:
+            # a completion's tool results); a tool's own key of that name stays.
             result = {k: v for k, v in result.items() if k != WARNING_KEY}
         if cfg.framework_results:
             if result.get("isError") is True:
@@ -131,6 +133,11 @@ def _result(
     volatile = cfg.volatile_keys
     key = fp.result_key(result, volatile, exec_style=call.is_poll, text=fp.result_text(volatile))
     return OutcomeDigest(result_fp=key, unknown_tool=None, outcome="ok")
+
+
+def _carries_warning(result: dict[object, object]) -> bool:
+    value = result.get(WARNING_KEY)
+    return isinstance(value, str) and TAG in value[-MAX_SEARCH_CHARS:]
 
 
 def _error(call: ProposedCall, error: str, result: object, cfg: ResolvedConfig) -> OutcomeDigest:

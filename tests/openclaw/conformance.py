@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from otel_loopguard.config.settings import WARNING_KEY, Settings
+from otel_loopguard.config.settings import Settings
 from otel_loopguard.replay import COMPACTION, Batch, Call, Compaction, replay_events
 
 OPENCLAW_VERSION = "2026.9.6"
@@ -166,7 +166,7 @@ def first_difference(ours: Sequence[Seen], theirs: Sequence[Seen]) -> int | None
 DIFFERENCES: dict[str, dict[str, Any]] = {
     "The global circuit breaker aborts the run": {"breaker_aborts": False},
     "A blocked call carries the outcome it vetoed": {"veto_carries_outcome": False},
-    "Volatile keys are ignored in results": {"volatile_keys": frozenset({WARNING_KEY})},
+    "Volatile keys are ignored in results": {"volatile_keys": frozenset()},
     "A result recorded as JSON text is read as the value written in it": {
         "text_results_parsed": False
     },
