@@ -94,6 +94,16 @@ def test_profile_openclaw_compares_a_send_recorded_as_json_text_whole() -> None:
     assert detections(calls, DEFAULT)[20] == "critical:generic_repeat"
 
 
+def test_a_message_action_is_a_send_only_as_written() -> None:
+    # " send" is no send action: its result's ids are compared (OpenClaw reads it so too).
+    calls = [
+        Call("message", {"action": " send", "to": "u1"}, structured("sent", messageId=f"m-{n}"))
+        for n in range(21)
+    ]
+    assert detections(calls, OPENCLAW)[20] == "warning:generic_repeat"
+    assert detections(calls, DEFAULT)[20] == "warning:generic_repeat"
+
+
 def test_empty_volatile_keys_blank_nothing_but_the_guards_own_warning() -> None:
     calls = [
         Call("search", {"q": "x"}, json.dumps({"v": 1, "loopguard_warning": f"note {n}"}))
