@@ -123,3 +123,10 @@ def test_empty_volatile_keys_blank_nothing_but_the_guards_own_warning() -> None:
         results = [fetch("https://example.test") for _ in range(21)]
     assert "loopguard_warning" in results[10]  # type: ignore[operator]
     assert str(results[20]).startswith("CRITICAL:")
+
+
+def test_argument_churn_is_found_past_a_call_that_ended_with_no_result() -> None:
+    failing = [Call("grep", {"path": f"p{n % 2}"}, error="permission denied") for n in range(12)]
+    calls = [*failing, Call("grep", {"path": "p0"}), Call("grep", {"path": "p0"})]
+    for config in (OPENCLAW, DEFAULT):
+        assert detections(calls, config)[13] == "warning:argument_churn"
