@@ -74,8 +74,9 @@ def digest_outcome(
     ``issued``: the message the guard gave this call (a warning the model saw), taken out of
     the result first, in whatever form the recording holds it (``additions.py``). An error is
     no progress by itself. OpenClaw's result object is read as OpenClaw reads it
-    (``structured.py``); with ``any_object_result`` (``profile: openclaw``), every JSON object
-    result is; framework shapes as docs/shapes.md lists them.
+    (``structured.py``); with ``any_object_result`` (``profile: openclaw``), every object
+    result is; framework shapes as docs/shapes.md lists them. Without ``text_results_parsed``
+    (``profile: openclaw``), a text result is compared whole, never read as JSON.
     """
     if issued is not None and result is not None and may_carry(result):
         result = without_message(result, issued)
