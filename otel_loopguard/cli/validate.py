@@ -29,7 +29,6 @@ from ..config.redaction import redact_url
 from ..config.settings import (
     DEFAULT_POLL_RULES,
     DEFAULT_VOLATILE_KEYS,
-    WARNING_KEY,
     GlobalSettings,
     PollRule,
     ResolvedConfig,
@@ -98,10 +97,9 @@ def _show(value: object) -> str:
             return "command_status, process(action: poll|log)"
         return ", ".join(_rule(rule) for rule in value) or "none"
     if isinstance(value, frozenset):
-        keys = value - {WARNING_KEY}
-        if keys == frozenset(DEFAULT_VOLATILE_KEYS):
-            return f"{len(keys)} ids and timestamps"
-        return ", ".join(sorted(keys)) or "none"
+        if value == frozenset(DEFAULT_VOLATILE_KEYS):
+            return f"{len(value)} ids and timestamps"
+        return ", ".join(sorted(value)) or "none"
     return str(value)
 
 

@@ -154,6 +154,10 @@ class ResolvedConfig:
     openclaw_tool_names: bool = False
     """Tool names as OpenClaw's policy sees them: lower case, ``bash`` is ``exec``; otherwise
     as written."""
+    text_results_parsed: bool = True
+    """A result recorded as text is read as the JSON value written in it (volatile keys
+    blanked, OpenClaw's result object read as one, a poll's status and output only).
+    OpenClaw compares a text result as the text it is, whole."""
     rolling_enabled: bool = field(init=False)
     """The rolling-history detectors run only when ``enabled`` is ``true`` (unset: off)."""
     active: bool = field(init=False)
@@ -220,6 +224,7 @@ OPENCLAW_DEFAULTS = ResolvedConfig(
     framework_results=False,
     openclaw_tool_names=True,
     rewarn_after_fading=False,
+    text_results_parsed=False,
 )
 """``profile: openclaw``'s defaults: OpenClaw 2026.9.6's rules, no volatile keys of ours, a
 breaker that blocks one call. The thresholds are OpenClaw's too (it keeps them fixed; given
@@ -272,9 +277,11 @@ def _normalise(block: LoopDetectionConfig, label: str, notes: list[str]) -> Reso
             "global circuit breaker can never fire (a streak cannot be longer than the window)"
         )
     toggles = block.detectors or DetectorToggles()
+    # As given: ``[]`` blanks nothing. The guard's own warning is taken out of a result by
+    # exact match before it is digested (engine/additions.py), not blanked as a volatile key.
     volatile = (
         defaults.volatile_keys if block.volatile_keys is None else frozenset(block.volatile_keys)
-    ) | {WARNING_KEY}
+    )
     guard = block.post_compaction_guard
     # Laid over the profile's defaults: the fields only a profile sets (the rules where ours
     # and OpenClaw's differ) come with them.

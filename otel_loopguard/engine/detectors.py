@@ -240,9 +240,10 @@ def _may_fire(
     ):
         return True
     # An unknown-tool tail, a terminal-failure run and argument churn all end with this tool's
-    # newest completed call; churn also needs the call a few times.
+    # newest completed call; churn also needs the call a few times. A call that ended with no
+    # result is passed over, as churn and a failure run pass over it.
     for record in reversed(history):
-        if record.outcome != "pending":
+        if record.outcome not in _NO_OUTCOME:
             return record.tool == call.tool and (
                 record.unknown_tool is not None
                 or record.failure_fp is not None
@@ -250,6 +251,9 @@ def _may_fire(
                 or (record.no_progress and counts.get(fp, 0) >= MIN_STABLE_CALLS_PER_VARIANT)
             )
     return False
+
+
+_NO_OUTCOME = frozenset({"pending", "empty"})
 
 
 def evaluate(

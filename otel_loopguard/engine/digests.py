@@ -10,7 +10,7 @@ from ..config.settings import WARNING_KEY, ResolvedConfig
 from . import fingerprint as fp
 from . import structured
 from .additions import may_carry, without_message
-from .messages import strip_messages
+from .messages import MAX_SEARCH_CHARS, TAG, strip_messages
 from .names import openclaw_tool_name, unknown_tool_name
 from .records import UNRECORDED, Outcome, ProposedCall
 
@@ -74,8 +74,9 @@ def digest_outcome(
     ``issued``: the message the guard gave this call (a warning the model saw), taken out of
     the result first, in whatever form the recording holds it (``additions.py``). An error is
     no progress by itself. OpenClaw's result object is read as OpenClaw reads it
-    (``structured.py``); with ``any_object_result`` (``profile: openclaw``), every JSON object
-    result is; framework shapes as docs/shapes.md lists them.
+    (``structured.py``); with ``any_object_result`` (``profile: openclaw``), every object
+    result is; framework shapes as docs/shapes.md lists them. Without ``text_results_parsed``
+    (``profile: openclaw``), a text result is compared whole, never read as JSON.
     """
     if issued is not None and result is not None and may_carry(result):
         result = without_message(result, issued)
@@ -99,12 +100,18 @@ def _result(
             # A framework's answer to a call of a missing tool, given as the call's result
             # (LangGraph's ToolNode, Agno): the call failed.
             return _error(call, result, None, cfg)
+        if not cfg.text_results_parsed:
+            # OpenClaw digests a result that is not an object as it is: a text, JSON or not,
+            # is compared whole, ids and timings in it included.
+            return OutcomeDigest(result_fp=fp.text_key(result), unknown_tool=None, outcome="ok")
         if _may_be_structured(result, cfg):
             parsed = fp.normalise(result).value
             if type(parsed) is dict:
                 result = parsed
     if type(result) is dict:
-        if WARNING_KEY in result:
+        if _carries_warning(result):
+            # A warning the guard put in a mapping result (the message may be unknown here:
+            # a completion's tool results); a tool's own key of that name stays.
             result = {k: v for k, v in result.items() if k != WARNING_KEY}
         if cfg.framework_results:
             if result.get("isError") is True:
@@ -127,6 +134,11 @@ def _result(
     volatile = cfg.volatile_keys
     key = fp.result_key(result, volatile, exec_style=call.is_poll, text=fp.result_text(volatile))
     return OutcomeDigest(result_fp=key, unknown_tool=None, outcome="ok")
+
+
+def _carries_warning(result: dict[object, object]) -> bool:
+    value = result.get(WARNING_KEY)
+    return isinstance(value, str) and TAG in value[-MAX_SEARCH_CHARS:]
 
 
 def _error(call: ProposedCall, error: str, result: object, cfg: ResolvedConfig) -> OutcomeDigest:

@@ -33,6 +33,7 @@ __all__ = [
     "normalise",
     "result_key",
     "result_text",
+    "text_key",
     "unrecorded_key",
     "value_key",
     "value_result_key",
@@ -335,6 +336,12 @@ def result_key(
             return _bits(digest)
     normal = _exec_view(normalise(result), exec_style)
     return _key(_canonical(normal, volatile_keys, text), RESULT)
+
+
+def text_key(text: str) -> int:
+    """A digest of a result text as written, never parsed (the key ``result_key`` gives a text
+    that is no JSON)."""
+    return _key(b"s" + text.encode("utf-8", "surrogatepass"), RESULT)
 
 
 def value_result_key(value: object, drop: frozenset[str]) -> int:

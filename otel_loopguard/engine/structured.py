@@ -116,7 +116,8 @@ def call_kind(tool: str, args: object) -> CallKind | None:
         return "poll" if action == "poll" else "log"
     if tool in _SEND_TOOLS:
         return "send"
-    if tool == "message" and isinstance(action, str) and action.strip() in _SEND_ACTIONS:
+    # The action as given: OpenClaw reads " send" as no send (its ids are then compared).
+    if tool == "message" and isinstance(action, str) and action in _SEND_ACTIONS:
         return "send"
     return None
 
