@@ -1,6 +1,6 @@
 """The engine's CPU time per tool call against OpenClaw's real loop detection, same calls.
 
-One workload: the conformance suite's scenarios (``tests/openclaw/conformance.py``: its
+One workload: the conformance suite's scenarios (``tests/openclaw/scenarios.py``: its
 hand-written one for every detector and rule, and its random sequences of repeats,
 alternations, churn, polls, errors, batches and compactions), each a scope of its own, each cut
 before the call that finds its run aborted (so both sides run exactly the same calls).
@@ -48,14 +48,8 @@ sys.path.insert(0, str(ROOT))  # this checkout's package and its tests' scenario
 from otel_loopguard.config.loading import load_config  # noqa: E402
 from otel_loopguard.config.settings import Settings, resolve  # noqa: E402
 from otel_loopguard.engine.replay import Batch, Call, Compaction, replay_events  # noqa: E402
-from tests.openclaw.conformance import (  # noqa: E402
-    OPENCLAW_VERSION,
-    Step,
-    calls_of,
-    hand_written,
-    install,
-    random_scenarios,
-)
+from tests.openclaw.conformance import OPENCLAW_VERSION, Step, calls_of, install  # noqa: E402
+from tests.openclaw.scenarios import hand_written, random_scenarios  # noqa: E402
 
 TIMER = Path(__file__).with_name("engine.mjs")
 OPENCLAW = {"enabled": True, "profile": "openclaw", "abortAfterCriticals": 0}
