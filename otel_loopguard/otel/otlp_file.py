@@ -131,17 +131,17 @@ def read_spans(
         raw.seek(0)
         counted = _Counted(raw, total, progress)
         source = _Source(name, counted, gzipped)
-        head = source.read(_CHUNK)
-        while head and not head.strip(_WHITESPACE):
-            more = source.read(_CHUNK)
-            if not more:
-                head = b""
-            head += more
+        head, blank, skipped = source.read(_CHUNK), 0, False
+        while head and not head.strip(_WHITESPACE):  # blank lines only, so far: not kept
+            blank += head.count(b"\n")
+            head, skipped = source.read(_CHUNK), True
         if not head:
             raise OtlpFileError(f"{name}: the file is empty")
         first = head.lstrip(_WHITESPACE)[:1]
         if first in (b"{", b"["):
-            spans = _from_json(name, head, source)
+            spans = _from_json(name, head, blank, source)
+        elif skipped:  # a protobuf file starts with a message, not a megabyte of blanks
+            raise OtlpFileError(f"{name}: neither OTLP/JSON nor OTLP protobuf traces")
         else:
             spans = _from_protobuf(name, head, source)
         found = 0
@@ -201,15 +201,17 @@ class _Source:
 # -- OTLP/JSON ----------------------------------------------------------------------------------
 
 
-def _from_json(name: str, head: bytes, source: _Source) -> Iterator[RecordedSpan]:
-    lines = _lines(name, head, source)
+def _from_json(name: str, head: bytes, blank: int, source: _Source) -> Iterator[RecordedSpan]:
+    """``blank``: the blank lines before ``head``."""
+    lines = _lines(name, head, blank, source)
+    first = blank + _first_line(head)
     for number, line in lines:
         if not line.strip(_WHITESPACE):
             continue
         try:
             document = json.loads(line)
         except ValueError as exc:  # bad JSON, or bad UTF-8
-            if number == _first_line(head):  # not one request per line: one (indented) document
+            if number == first:  # not one request per line: one (indented) document
                 rest = [line, *(text for _, text in lines)]
                 yield from _requests(name, number, _document(name, rest))
                 return
@@ -225,9 +227,9 @@ def _first_line(head: bytes) -> int:
     return head.count(b"\n", 0, blank) + 1
 
 
-def _lines(name: str, head: bytes, source: _Source) -> Iterator[tuple[int, bytes]]:
-    """The data's lines, numbered from 1, each at most :data:`MAX_LINE_BYTES`."""
-    number = 0
+def _lines(name: str, head: bytes, number: int, source: _Source) -> Iterator[tuple[int, bytes]]:
+    """The data's lines from ``head`` on, numbered after ``number``, each at most
+    :data:`MAX_LINE_BYTES`."""
     pending: list[bytes] = []  # the start of a line that goes on in the next chunk
     size = 0
     chunk = head
@@ -263,8 +265,12 @@ def _lines(name: str, head: bytes, source: _Source) -> Iterator[tuple[int, bytes
 
 def _too_long(name: str, number: int) -> OtlpFileError:
     return OtlpFileError(
-        f"{name}: line {number} is longer than {MAX_LINE_BYTES >> 20} MiB: not OTLP/JSON lines"
+        f"{name}: line {number} is longer than {_size(MAX_LINE_BYTES)}: not OTLP/JSON lines"
     )
+
+
+def _size(limit: int) -> str:
+    return f"{limit >> 20} MiB" if limit % (1 << 20) == 0 else f"{limit} bytes"
 
 
 def _document(name: str, lines: list[bytes]) -> Any:
@@ -272,7 +278,7 @@ def _document(name: str, lines: list[bytes]) -> Any:
     text = b"\n".join(lines)
     if len(text) > MAX_LINE_BYTES:
         raise OtlpFileError(
-            f"{name}: not one request per line, and longer than {MAX_LINE_BYTES >> 20} MiB "
+            f"{name}: not one request per line, and longer than {_size(MAX_LINE_BYTES)} "
             "as one document"
         )
     try:
@@ -324,8 +330,8 @@ def _from_protobuf(name: str, head: bytes, source: _Source) -> Iterator[Recorded
     data = head + source.read(MAX_MESSAGE_BYTES + 1 - len(head))
     if len(data) > MAX_MESSAGE_BYTES:
         raise OtlpFileError(
-            f"{name}: not length-prefixed protobuf, and larger than {MAX_MESSAGE_BYTES >> 20} "
-            "MiB as one message"
+            f"{name}: not length-prefixed protobuf, and larger than {_size(MAX_MESSAGE_BYTES)} "
+            "as one message"
         )
     yield from _message(name, 1, 0, data)
 
