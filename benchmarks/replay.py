@@ -10,6 +10,8 @@ calls, some of them a loop), 8 runs at a time, in requests of 512 spans, each ru
 
 - the parse floor: the same file read and parsed and nothing else (``json.loads`` of each line;
   protobuf's ``ParseFromString`` of each message), in this process;
+- reading alone: the file's spans read and grouped into runs as replay finds them
+  (``read_spans`` and ``runs_of``), in this process, without the detectors;
 - ``otel-loopguard replay FILE`` in a subprocess of its own: its CPU time (start-up included),
   its wall time, and its peak resident memory (``ru_maxrss``).
 
@@ -171,6 +173,19 @@ def write_files(directory: Path, count: int) -> tuple[Path, Path]:
     return json_path, proto_path
 
 
+def reading(path: Path) -> float:
+    """CPU seconds to read the file's spans and group them into runs, without the detectors."""
+    from otel_loopguard.config.loading import load_config
+    from otel_loopguard.config.settings import resolve
+    from otel_loopguard.otel.otlp_file import read_spans
+    from otel_loopguard.otel.recorded import runs_of
+
+    settings = resolve(load_config({"enabled": True})).globals
+    began = time.process_time()
+    runs_of(read_spans(path), settings)
+    return time.process_time() - began
+
+
 def json_floor(path: Path) -> float:
     """Seconds to read and ``json.loads`` every line."""
     began = time.process_time()
@@ -230,18 +245,20 @@ def main() -> None:
             f"protobuf {proto_path.stat().st_size / 1e6:.1f} MB"
         )
         print(
-            f"{'format':<10} {'floor spans/s':>14} {'replay spans/s':>15} {'x floor':>8} "
-            f"{'wall s':>7} {'peak MB':>8}"
+            f"{'format':<10} {'floor spans/s':>14} {'reading':>9} {'x floor':>8} "
+            f"{'replay spans/s':>15} {'x floor':>8} {'wall s':>7} {'peak MB':>8}"
         )
         for label, path, floor in (
             ("JSON", json_path, json_floor),
             ("protobuf", proto_path, proto_floor),
         ):
             floor_s = floor(path)
+            read_s = reading(path)
             cpu, wall, peak, summary = replay(path)
             print(
-                f"{label:<10} {count / floor_s:>14,.0f} {count / cpu:>15,.0f} "
-                f"{cpu / floor_s:>8.1f} {wall:>7.1f} {peak:>8.0f}   ({summary})"
+                f"{label:<10} {count / floor_s:>14,.0f} {count / read_s:>9,.0f} "
+                f"{read_s / floor_s:>8.1f} {count / cpu:>15,.0f} {cpu / floor_s:>8.1f} "
+                f"{wall:>7.1f} {peak:>8.0f}   ({summary})"
             )
 
 
