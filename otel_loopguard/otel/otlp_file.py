@@ -201,15 +201,38 @@ class _Source:
 # -- OTLP/JSON ----------------------------------------------------------------------------------
 
 
+def _json_parser() -> Callable[[bytes], Any]:
+    """``json.loads``, by way of orjson where the ``fast`` extra installed it (twice as fast).
+
+    Whatever orjson refuses goes to ``json.loads``, which gives its result or its error: NaN,
+    integers beyond 64 bits, lone surrogates, deep nesting. What both accept, both read alike.
+    """
+    try:
+        import orjson
+    except ImportError:
+        return json.loads
+
+    fast = orjson.loads
+
+    def loads(text: bytes) -> Any:
+        try:
+            return fast(text)
+        except orjson.JSONDecodeError:
+            return json.loads(text)
+
+    return loads
+
+
 def _from_json(name: str, head: bytes, blank: int, source: _Source) -> Iterator[RecordedSpan]:
     """``blank``: the blank lines before ``head``."""
     lines = _lines(name, head, blank, source)
     first = blank + _first_line(head)
+    loads = _json_parser()
     for number, line in lines:
         if not line.strip(_WHITESPACE):
             continue
         try:
-            document = json.loads(line)
+            document = loads(line)
         except ValueError as exc:  # bad JSON, or bad UTF-8
             if number == first:  # not one request per line: one (indented) document
                 rest = [line, *(text for _, text in lines)]
