@@ -11,7 +11,7 @@ calls, some of them a loop), 8 runs at a time, in requests of 512 spans, each ru
 - the parse floor: the same file read and parsed and nothing else (``json.loads`` of each line;
   protobuf's ``ParseFromString`` of each message), in this process;
 - reading alone: the file's spans read and grouped into runs as replay finds them
-  (``read_spans`` and ``runs_of``), in this process, without the detectors;
+  (``read_spans`` and ``runs_of``, holding them all), without the detectors, in a subprocess;
 - ``otel-loopguard replay FILE`` in a subprocess of its own: its CPU time (start-up included),
   its wall time, and its peak resident memory (``ru_maxrss``).
 
@@ -173,17 +173,28 @@ def write_files(directory: Path, count: int) -> tuple[Path, Path]:
     return json_path, proto_path
 
 
-def reading(path: Path) -> float:
-    """CPU seconds to read the file's spans and group them into runs, without the detectors."""
-    from otel_loopguard.config.loading import load_config
-    from otel_loopguard.config.settings import resolve
-    from otel_loopguard.otel.otlp_file import read_spans
-    from otel_loopguard.otel.recorded import runs_of
+_READING = (
+    "import sys, time\n"
+    "from otel_loopguard.config.loading import load_config\n"
+    "from otel_loopguard.config.settings import resolve\n"
+    "from otel_loopguard.otel.otlp_file import read_spans\n"
+    "from otel_loopguard.otel.recorded import runs_of\n"
+    "settings = resolve(load_config({'enabled': True})).globals\n"
+    "began = time.process_time()\n"
+    "runs_of(read_spans(sys.argv[1]), settings)\n"
+    "print(time.process_time() - began)\n"
+)
 
-    settings = resolve(load_config({"enabled": True})).globals
-    began = time.process_time()
-    runs_of(read_spans(path), settings)
-    return time.process_time() - began
+
+def reading(path: Path) -> float:
+    """CPU seconds to read the file's spans and group them into runs, without the detectors.
+
+    In a subprocess: it holds every span, and a child started later would inherit its peak.
+    """
+    child = subprocess.run(
+        [sys.executable, "-c", _READING, str(path)], capture_output=True, text=True, check=True
+    )
+    return float(child.stdout)
 
 
 def json_floor(path: Path) -> float:
