@@ -10,8 +10,8 @@ calls, some of them a loop), 8 runs at a time, in requests of 512 spans, each ru
 
 - the parse floor: the same file read and parsed and nothing else (``json.loads`` of each line;
   protobuf's ``ParseFromString`` of each message), in this process;
-- reading alone: the file's spans read and grouped into runs as replay finds them
-  (``read_spans`` and ``runs_of``, holding them all), without the detectors, in a subprocess;
+- reading alone: the file's spans read, grouped by trace and into runs as replay does it
+  (``read_spans``, ``TraceWindow``, ``trace_items``), without the detectors, in a subprocess;
 - ``otel-loopguard replay FILE`` in a subprocess of its own: its CPU time (start-up included),
   its wall time, and its peak resident memory (``ru_maxrss``).
 
@@ -174,23 +174,27 @@ def write_files(directory: Path, count: int) -> tuple[Path, Path]:
 
 
 _READING = (
-    "import sys, time\n"
+    "import gc, sys, time\n"
     "from otel_loopguard.config.loading import load_config\n"
     "from otel_loopguard.config.settings import resolve\n"
     "from otel_loopguard.otel.otlp_file import read_spans\n"
-    "from otel_loopguard.otel.recorded import runs_of\n"
+    "from otel_loopguard.otel.recorded import trace_items\n"
+    "from otel_loopguard.otel.traces import TraceWindow\n"
     "settings = resolve(load_config({'enabled': True})).globals\n"
+    "window = TraceWindow(ordered=False)\n"
+    "gc.disable()  # as replay does\n"
     "began = time.process_time()\n"
-    "runs_of(read_spans(sys.argv[1]), settings)\n"
+    "for span in read_spans(sys.argv[1]):\n"
+    "    for trace in window.add(span):\n"
+    "        trace_items(trace.spans, settings)\n"
+    "for trace in window.flush():\n"
+    "    trace_items(trace.spans, settings)\n"
     "print(time.process_time() - began)\n"
 )
 
 
 def reading(path: Path) -> float:
-    """CPU seconds to read the file's spans and group them into runs, without the detectors.
-
-    In a subprocess: it holds every span, and a child started later would inherit its peak.
-    """
+    """CPU seconds to read the file's spans and group them into runs, without the detectors."""
     child = subprocess.run(
         [sys.executable, "-c", _READING, str(path)], capture_output=True, text=True, check=True
     )
