@@ -109,6 +109,27 @@ def test_a_protobuf_recording_replays_like_json(tmp_path: Path) -> None:
     )
 
 
+def test_a_single_protobuf_request_body_replays(tmp_path: Path) -> None:
+    # An OTLP/HTTP body saved as is: one message, no length prefix. It starts with a newline
+    # byte (its first field's tag), which is not a blank line to skip.
+    with OtlpReceiver() as receiver:
+        provider = TracerProvider(resource=Resource.create({"service.name": "http-body"}))
+        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(receiver.endpoint)))
+        tracer = provider.get_tracer("recorded")
+        with tracer.start_as_current_span("invoke_agent app"):
+            for _ in range(25):
+                tool_span(tracer, "read_file", {"path": "a"}, "same")
+        provider.shutdown()
+    (body,) = receiver.trace_bodies
+    assert body[:1] == b"\n"
+    path = tmp_path / "request.binpb"
+    path.write_bytes(body)
+    result = run("replay", str(path))
+    assert result.returncode == 0, result.stderr
+    assert "invoke_agent app (http-body): 25 tool calls" in result.stdout
+    assert "BLOCKED [generic_repeat, count 20]" in result.stdout
+
+
 def test_a_recorded_pydantic_ai_run_is_replayed(tmp_path: Path) -> None:
     pytest.importorskip(
         "pydantic_ai", reason="pydantic-ai is a test dependency (pip install -e '.[test]')"

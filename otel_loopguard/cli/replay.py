@@ -12,19 +12,19 @@ import argparse
 import os
 import sys
 from collections import Counter
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import ExitStack
 from itertools import groupby
 from typing import Any
 
 from ..config.loading import load_config
 from ..config.model import LoopDetectionConfig, LoopGuardConfig
-from ..config.settings import resolve
-from ..engine.replay import Call, Compaction, Spent, replay_events
 from ..engine.usage import NOTHING_SPENT, Usage
 from ..engine.verdict import COMPACTION_DETECTOR, Verdict
-from ..otel.otlp_file import OtlpFileError, RecordedSpan, read_spans
-from ..otel.recorded import RecordedCall, RecordedRun, runs_of
+from ..otel.otlp_file import OtlpFileError
+from .backtest import Outcome as _Outcome
+from .backtest import Step as _Step
+from .backtest import backtest
 from .progress import ProgressBar
 
 __all__ = ["add_parser", "main"]
@@ -76,30 +76,6 @@ def add_parser(commands: Any) -> None:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _Step:
-    number: int
-    tool: str
-    verdict: Verdict
-
-
-@dataclass(frozen=True, slots=True)
-class _Outcome:
-    """One run replayed under one configuration."""
-
-    run: RecordedRun
-    steps: list[_Step]
-    """The calls with a non-ok verdict, up to the abort."""
-    aborted_at: int | None
-    calls: int
-    spent: Usage = NOTHING_SPENT
-    """What the run's model calls spent, as recorded."""
-    in_loops: Usage = NOTHING_SPENT
-    """What was spent inside the loops detected."""
-    saved: Usage | None = None
-    """What was spent after the point where the guard would have stopped the run."""
-
-
 def main(args: argparse.Namespace) -> int:
     """Run ``replay``; a file or configuration that cannot be used raises its error."""
     configs: list[tuple[str, LoopGuardConfig]] = [
@@ -108,11 +84,12 @@ def main(args: argparse.Namespace) -> int:
     if args.prices:
         priced = load_config(args.prices).loop_detection
         configs = [(label, _priced(config, priced)) for label, config in configs]
-    spans: list[RecordedSpan] = []
-    for file in args.files:
-        spans.extend(_read(file, args.progress))
-    results = [(label, _replay_all(spans, config)) for label, config in configs]
-    print("\n".join(_report(results, args.files, show_all=args.all)))
+    with ExitStack() as bars:
+        results = backtest(
+            args.files, [config for _, config in configs], _progress(args.progress, bars)
+        )
+    labelled = [(label, outcomes) for (label, _), outcomes in zip(configs, results, strict=True)]
+    print("\n".join(_report(labelled, args.files, show_all=args.all)))
     return 0
 
 
@@ -124,66 +101,25 @@ def _priced(config: LoopGuardConfig, priced: LoopDetectionConfig) -> LoopGuardCo
     return config.model_copy(update={"tools": LoopGuardConfig.from_block(block).tools})
 
 
-def _read(file: str, progress: bool | None) -> list[RecordedSpan]:
-    try:
-        size = os.path.getsize(file)
-    except OSError as exc:
-        raise OtlpFileError(f"{file}: cannot read: {exc.strerror}") from None
-    if progress is None:
-        progress = size >= _PROGRESS_FROM and sys.stderr.isatty()
-    bar = ProgressBar(sys.stderr, f"reading {os.path.basename(file)}") if progress else None
-    try:
-        return list(read_spans(file, bar))
-    finally:
-        if bar is not None:
-            bar.close()
+def _progress(
+    wanted: bool | None, bars: ExitStack
+) -> Callable[[str], Callable[[int, int], None] | None]:
+    """For each file, the bar to draw while reading it (or none)."""
 
+    def bar_for(file: str) -> Callable[[int, int], None] | None:
+        try:
+            size = os.path.getsize(file)
+        except OSError as exc:
+            raise OtlpFileError(f"{file}: cannot read: {exc.strerror}") from None
+        shown = size >= _PROGRESS_FROM and sys.stderr.isatty() if wanted is None else wanted
+        if not shown:
+            return None
+        bars.close()  # the previous file's bar, if any
+        bar = ProgressBar(sys.stderr, f"reading {os.path.basename(file)}")
+        bars.callback(bar.close)
+        return bar
 
-def _replay_all(spans: Sequence[RecordedSpan], config: LoopGuardConfig) -> list[_Outcome]:
-    settings = resolve(config)
-    return [_replay(run, config) for run in runs_of(spans, settings.globals)]
-
-
-def _replay(run: RecordedRun, config: LoopGuardConfig) -> _Outcome:
-    items: list[Call | Compaction | Spent] = [
-        item.call if isinstance(item, RecordedCall) else item for item in run.items
-    ]
-    replayed = iter(replay_events(items, config))
-    calls = run.calls
-    steps: list[_Step] = []
-    aborted_at = None
-    spent = in_loops = NOTHING_SPENT
-    at_stop: Usage | None = None
-    number = 0
-    for item in run.items:
-        if isinstance(item, Spent):
-            spent = spent.plus(item.usage)
-        if not isinstance(item, RecordedCall):
-            continue
-        number += 1
-        event = next(replayed)
-        if event.burned is not None:
-            in_loops = in_loops.plus(event.burned)
-        verdict = event.verdict
-        if verdict.level != "ok" or verdict.blocked:
-            steps.append(_Step(number, item.call.tool, verdict))
-            if verdict.aborted:
-                aborted_at, at_stop = number, spent
-                break  # the run stops here: the calls after it would not have been made
-        # The post-compaction guard fires as a call completes: shown on that call, whose span
-        # carries it; the run stops after it (observe-only: it would have).
-        fired = event.completed
-        if fired is not None:
-            steps.append(_Step(number, item.call.tool, fired))
-            if fired.aborted:
-                aborted_at, at_stop = number, spent
-                break
-    total = NOTHING_SPENT
-    for item in run.items:
-        if isinstance(item, Spent):
-            total = total.plus(item.usage)
-    saved = None if at_stop is None else total.since(at_stop)
-    return _Outcome(run, steps, aborted_at, len(calls), total, in_loops, saved)
+    return bar_for
 
 
 def _tokens(usage: Usage) -> str:
@@ -253,15 +189,13 @@ def _report(
 ) -> list[str]:
     out: list[str] = []
     several = len(results) > 1
-    runs = [outcome.run for outcome in results[0][1]]
-    for index, run in enumerate(runs):
+    for index, first in enumerate(results[0][1]):
+        run = first.run
         per_config = [(label, outcomes[index]) for label, outcomes in results]
         if not show_all and not any(o.steps for _, o in per_config):
             continue
         service = f" ({run.service})" if run.service else ""
-        out.append(
-            f"== trace {run.trace_id[:16]}  {run.root}{service}: {len(run.calls)} tool calls"
-        )
+        out.append(f"== trace {run.trace_id[:16]}  {run.root}{service}: {first.calls} tool calls")
         for label, outcome in per_config:
             if several:
                 out.append(f"  with {label}:")

@@ -24,6 +24,7 @@ __all__ = [
     "Call",
     "Compaction",
     "Replayed",
+    "Replayer",
     "Spent",
     "replay",
     "replay_events",
@@ -104,26 +105,43 @@ def replay_events(
 ) -> list[Replayed]:
     """Like :func:`replay`, with whether each verdict would be annotated as an event."""
     settings = config if isinstance(config, Settings) else resolve(load_config(config))
-    state = ScopeState(settings.max_history_size)
+    replayer = Replayer(settings)
     replayed: list[Replayed] = []
     for item in calls:
+        replayed.extend(replayer.feed(item))
+    return replayed
+
+
+class Replayer:
+    """:func:`replay_events` one item at a time: one scope's state, fed as a stream is read."""
+
+    __slots__ = ("_calls", "_settings", "_state")
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._state = ScopeState(settings.max_history_size)
+        self._calls = 0  # each call's span id: its number in the replay
+
+    def feed(self, item: Item) -> list[Replayed]:
+        """What ``item`` gives: one :class:`Replayed` per call in it (none for the others)."""
+        settings, state = self._settings, self._state
         if isinstance(item, Compaction):
             state.arm_compaction()
-            continue
+            return []
         if isinstance(item, Spent):
             # A budget's abort is the scope's flag: the next call gets it.
             state.spend(
                 item.usage, item.model, item.started, item.ended, settings.for_agent(item.agent)
             )
-            continue
+            return []
         batch = item.calls if isinstance(item, Batch) else (item,)
         if not batch:
-            continue
+            return []
+        first = self._calls
+        self._calls += len(batch)
         cfg = settings.for_agent(batch[0].agent)
         if not cfg.active:
-            replayed.extend(Replayed(Verdict(), event=False) for _ in batch)
-            continue
-        first = len(replayed)  # each call's span id: its number in the replay
+            return [Replayed(Verdict(), event=False) for _ in batch]
         proposed = [
             digest_call(call.tool, call.args, cfg, span=f"replay-{first + n}")
             for n, call in enumerate(batch)
@@ -132,6 +150,7 @@ def replay_events(
         ids = [call.call_id or f"replay-{first + n}" for n, call in enumerate(batch)]
         if isinstance(item, Batch):
             asked = state.ask_batch(list(zip(proposed, ids, strict=True)), cfg, batch[0].agent)
+        replayed: list[Replayed] = []
         for index, (call, digest) in enumerate(zip(batch, proposed, strict=True)):
             span = first + index
             decision = state.for_span(span, digest, cfg, ids[index], call.agent)
@@ -145,4 +164,4 @@ def replay_events(
                 fired = replace(fired, action="warn")
             burned = decision.burned if event else None
             replayed.append(Replayed(decision.verdict, event, completed=fired, burned=burned))
-    return replayed
+        return replayed

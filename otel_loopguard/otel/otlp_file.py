@@ -4,6 +4,10 @@ JSON (the file exporter's default): one ``ExportTraceServiceRequest`` per line i
 (lowerCamelCase names, trace and span ids as hex, enums as integers). Protobuf: messages each
 preceded by its length (4 bytes, big-endian), as the file exporter writes ``format: proto``, or a
 single message (an OTLP/HTTP request body). Either may be gzip-compressed.
+
+Files are read as a stream, a request at a time: memory holds one line or message (at most
+:data:`MAX_LINE_BYTES` / :data:`MAX_MESSAGE_BYTES`), whatever the file's size. Anything that is
+not OTLP traces is an :class:`OtlpFileError` naming the file and the line or byte.
 """
 
 from __future__ import annotations
@@ -13,8 +17,9 @@ import gzip
 import json
 import os
 import threading
+import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import IO, Any, NamedTuple, cast
+from typing import IO, Any, cast
 
 from google.protobuf import json_format
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -22,7 +27,17 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+from .otlp_spans import (
+    MalformedRequest,
+    RecordedEvent,
+    RecordedSpan,
+    spans_from_json,
+    spans_from_proto,
+)
+
 __all__ = [
+    "MAX_LINE_BYTES",
+    "MAX_MESSAGE_BYTES",
     "OtlpFileError",
     "OtlpJsonFileExporter",
     "RecordedEvent",
@@ -31,34 +46,18 @@ __all__ = [
     "request_to_json",
 ]
 
-_STATUS_ERROR = 2
-_MAX_MESSAGE = 1 << 30
-"""A length prefix above this is not one: the file is one message, or not protobuf."""
+MAX_LINE_BYTES = 64 << 20
+"""The longest line of OTLP/JSON read (64 MiB; an indented single document too): a longer one
+is an error, so a file without line breaks cannot take all memory."""
+MAX_MESSAGE_BYTES = 64 << 20
+"""The largest protobuf message read (64 MiB): a larger length is an error, for the same reason."""
+_CHUNK = 1 << 20
+"""How much of the file is read at a time."""
+_WHITESPACE = b" \t\r\n"
 
 
 class OtlpFileError(ValueError):
     """A file that is not OTLP traces: the message says where and what was found."""
-
-
-class RecordedEvent(NamedTuple):
-    name: str
-    attributes: Mapping[str, Any]
-
-
-class RecordedSpan(NamedTuple):
-    """One span as a file recorded it (ids as hex)."""
-
-    trace_id: str
-    span_id: str
-    parent_id: str | None
-    name: str
-    start: int
-    end: int
-    attributes: Mapping[str, Any]
-    status_error: bool
-    status_message: str | None
-    events: tuple[RecordedEvent, ...]
-    service: str | None
 
 
 # -- writing ------------------------------------------------------------------------------------
@@ -80,6 +79,12 @@ def _ids(
     for key in ("traceId", "spanId", "parentSpanId"):
         if item.get(key):
             item[key] = encode(decode(item[key]))
+
+
+def _spans_of(data: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    for resource_spans in data.get("resourceSpans", ()):
+        for scope_spans in resource_spans.get("scopeSpans", ()):
+            yield from scope_spans.get("spans", ())
 
 
 class OtlpJsonFileExporter(SpanExporter):
@@ -111,7 +116,9 @@ def read_spans(
 ) -> Iterator[RecordedSpan]:
     """Every span in an OTLP JSON or protobuf file, in file order.
 
-    ``progress(done, total)`` is called as the file is read, in bytes of the file.
+    ``progress(done, total)`` is called as the file is read, in bytes of the file. A file that
+    is not OTLP traces, or holds no span, raises :class:`OtlpFileError` (after the spans before
+    the fault: a caller that must not act on part of a file collects them first).
     """
     name = os.fspath(path)
     try:
@@ -123,18 +130,25 @@ def read_spans(
         gzipped = raw.read(2) == b"\x1f\x8b"
         raw.seek(0)
         counted = _Counted(raw, total, progress)
-        stream: gzip.GzipFile | _Counted = (
-            gzip.GzipFile(fileobj=cast(IO[bytes], counted)) if gzipped else counted
-        )
-        line = stream.readline()
-        while line and not line.strip():
-            line = stream.readline()
-        if not line:
+        source = _Source(name, counted, gzipped)
+        head, blank, skipped = source.read(_CHUNK), 0, False
+        while head and not head.strip(_WHITESPACE):  # blank lines only, so far: not kept
+            blank += head.count(b"\n")
+            head, skipped = source.read(_CHUNK), True
+        if not head:
             raise OtlpFileError(f"{name}: the file is empty")
-        if line.lstrip()[:1] in (b"{", b"["):
-            yield from _from_json(name, line, stream)
+        first = head.lstrip(_WHITESPACE)[:1]
+        if first in (b"{", b"["):
+            spans = _from_json(name, head, blank, source)
+        elif skipped:  # a protobuf file starts with a message, not a megabyte of blanks
+            raise OtlpFileError(f"{name}: neither OTLP/JSON nor OTLP protobuf traces")
         else:
-            yield from _from_protobuf(name, line + stream.read())
+            spans = _from_protobuf(name, head, source)
+        found = 0
+        for found, span in enumerate(spans, 1):  # noqa: B007  # the count is read after the loop
+            yield span
+        if not found:
+            raise OtlpFileError(f"{name}: no spans in it: nothing to replay")
         if progress is not None:
             progress(total, total)
 
@@ -143,171 +157,247 @@ class _Counted:
     """A binary file that reports how far it has been read."""
 
     def __init__(self, raw: IO[bytes], total: int, progress: Callable[[int, int], None] | None):
-        self._raw, self._total, self._progress, self._done = raw, total, progress, 0
+        self._raw, self._total, self._progress, self.done = raw, total, progress, 0
 
     def read(self, size: int = -1) -> bytes:
         data = self._raw.read(size)
-        self._seen(len(data))
+        self.done += len(data)
+        if self._progress is not None and data:
+            self._progress(min(self.done, self._total), self._total)
         return data
 
-    def readline(self, size: int = -1) -> bytes:
-        data = self._raw.readline(size)
-        self._seen(len(data))
-        return data
 
-    def _seen(self, count: int) -> None:
-        self._done += count
-        if self._progress is not None and count:
-            self._progress(min(self._done, self._total), self._total)
+class _Source:
+    """The file's bytes (decompressed if gzipped), read whole-sized; gzip faults named."""
+
+    def __init__(self, name: str, counted: _Counted, gzipped: bool) -> None:
+        self._name, self._counted = name, counted
+        self._stream: gzip.GzipFile | _Counted = (
+            gzip.GzipFile(fileobj=cast(IO[bytes], counted), mode="rb") if gzipped else counted
+        )
+        self.offset = 0
+        """Bytes of (decompressed) data read so far."""
+
+    def read(self, size: int) -> bytes:
+        """Up to ``size`` bytes: fewer only at the end of the data."""
+        parts: list[bytes] = []
+        wanted = size
+        while wanted > 0:
+            try:
+                data = self._stream.read(min(wanted, _CHUNK))
+            except (EOFError, OSError, zlib.error) as exc:  # gzip cut short or corrupt
+                raise OtlpFileError(
+                    f"{self._name}: the gzip data is cut short or corrupt after byte "
+                    f"{self.offset} of its content ({str(exc) or type(exc).__name__})"
+                ) from None
+            if not data:
+                break
+            parts.append(data)
+            self.offset += len(data)
+            wanted -= len(data)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
-def _from_json(name: str, line: bytes, stream: gzip.GzipFile | _Counted) -> Iterator[RecordedSpan]:
-    number = 1
+# -- OTLP/JSON ----------------------------------------------------------------------------------
+
+
+def _json_parser() -> Callable[[bytes], Any]:
+    """``json.loads``, by way of orjson where the ``fast`` extra installed it (twice as fast).
+
+    Whatever orjson refuses goes to ``json.loads``, which gives its result or its error: NaN,
+    integers beyond 64 bits, lone surrogates, deep nesting. What both accept, both read alike.
+    """
     try:
-        document = json.loads(line)
-    except json.JSONDecodeError:  # not one request per line: one (indented) document
-        yield from _requests(name, 1, _load(name, line + stream.read()))
-        return
-    yield from _requests(name, number, document)
-    while line := stream.readline():
-        number += 1
-        if not line.strip():
+        import orjson
+    except ImportError:
+        return json.loads
+
+    fast = orjson.loads
+
+    def loads(text: bytes) -> Any:
+        try:
+            return fast(text)
+        except orjson.JSONDecodeError:
+            return json.loads(text)
+
+    return loads
+
+
+def _from_json(name: str, head: bytes, blank: int, source: _Source) -> Iterator[RecordedSpan]:
+    """``blank``: the blank lines before ``head``."""
+    lines = _lines(name, head, blank, source)
+    first = blank + _first_line(head)
+    loads = _json_parser()
+    for number, line in lines:
+        if not line.strip(_WHITESPACE):
             continue
         try:
-            document = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise OtlpFileError(f"{name}: line {number} is not JSON ({exc.msg})") from None
+            document = loads(line)
+        except ValueError as exc:  # bad JSON, or bad UTF-8
+            if number == first:  # not one request per line: one (indented) document
+                rest = [line, *(text for _, text in lines)]
+                yield from _requests(name, number, _document(name, rest))
+                return
+            raise OtlpFileError(f"{name}: line {number} is not JSON ({_why(exc)})") from None
+        except RecursionError:
+            raise OtlpFileError(f"{name}: line {number} is nested too deeply") from None
         yield from _requests(name, number, document)
 
 
-def _load(name: str, text: bytes) -> Any:
+def _first_line(head: bytes) -> int:
+    """The number of the first line that is not blank."""
+    blank = len(head) - len(head.lstrip(_WHITESPACE))
+    return head.count(b"\n", 0, blank) + 1
+
+
+def _lines(name: str, head: bytes, number: int, source: _Source) -> Iterator[tuple[int, bytes]]:
+    """The data's lines from ``head`` on, numbered after ``number``, each at most
+    :data:`MAX_LINE_BYTES`."""
+    pending: list[bytes] = []  # the start of a line that goes on in the next chunk
+    size = 0
+    chunk = head
+    while chunk:
+        if not pending and not chunk.strip(_WHITESPACE):  # blank lines, in bulk
+            number += chunk.count(b"\n")
+            chunk = source.read(_CHUNK)
+            continue
+        at = 0
+        while (end := chunk.find(b"\n", at)) != -1:
+            number += 1
+            if pending:
+                size += end - at
+                if size > MAX_LINE_BYTES:
+                    raise _too_long(name, number)
+                pending.append(chunk[at:end])
+                line, pending, size = b"".join(pending), [], 0
+            else:
+                line = chunk[at:end]
+                if end - at > MAX_LINE_BYTES:
+                    raise _too_long(name, number)
+            yield number, line
+            at = end + 1
+        if at < len(chunk):
+            pending.append(chunk[at:])
+            size += len(chunk) - at
+            if size > MAX_LINE_BYTES:
+                raise _too_long(name, number + 1)
+        chunk = source.read(_CHUNK)
+    if pending:
+        yield number + 1, b"".join(pending)
+
+
+def _too_long(name: str, number: int) -> OtlpFileError:
+    return OtlpFileError(
+        f"{name}: line {number} is longer than {_size(MAX_LINE_BYTES)}: not OTLP/JSON lines"
+    )
+
+
+def _size(limit: int) -> str:
+    return f"{limit >> 20} MiB" if limit % (1 << 20) == 0 else f"{limit} bytes"
+
+
+def _document(name: str, lines: list[bytes]) -> Any:
+    """A file that is one JSON document (the lines already bounded together, below)."""
+    text = b"\n".join(lines)
+    if len(text) > MAX_LINE_BYTES:
+        raise OtlpFileError(
+            f"{name}: not one request per line, and longer than {_size(MAX_LINE_BYTES)} "
+            "as one document"
+        )
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise OtlpFileError(f"{name}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    except ValueError as exc:
+        raise OtlpFileError(f"{name}: not JSON ({_why(exc)})") from None
+    except RecursionError:
+        raise OtlpFileError(f"{name}: the JSON is nested too deeply") from None
+
+
+def _why(exc: ValueError) -> str:
+    if isinstance(exc, json.JSONDecodeError):
+        return exc.msg
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 at byte {exc.start} of the line"
+    return type(exc).__name__
 
 
 def _requests(name: str, line: int, document: Any) -> Iterator[RecordedSpan]:
     documents = document if isinstance(document, list) else [document]
     for item in documents:
         if not isinstance(item, dict) or "resourceSpans" not in item:
-            keys = sorted(item)[:5] if isinstance(item, dict) else type(item).__name__
+            keys = sorted(map(str, item))[:5] if isinstance(item, dict) else type(item).__name__
             raise OtlpFileError(
                 f"{name}: line {line} is not OTLP traces (no 'resourceSpans'; found {keys}); "
                 "expected what the Collector's file exporter or `otel-loopguard demo "
                 "--export-file` writes"
             )
-        yield from _spans(item)
-
-
-def _from_protobuf(name: str, data: bytes) -> Iterator[RecordedSpan]:
-    messages = _length_prefixed(data)
-    if messages is None:
-        messages = [data]
-    for number, message in enumerate(messages, 1):
-        request = ExportTraceServiceRequest()
         try:
-            request.ParseFromString(message)
-        except Exception:  # protobuf's DecodeError, or anything its parser raises
+            spans = spans_from_json(item)
+        except MalformedRequest as exc:
+            raise OtlpFileError(f"{name}: line {line} is not OTLP traces: {exc}") from None
+        yield from spans
+
+
+# -- protobuf -----------------------------------------------------------------------------------
+
+
+def _from_protobuf(name: str, head: bytes, source: _Source) -> Iterator[RecordedSpan]:
+    size = int.from_bytes(head[:4], "big")
+    if len(head) >= 4 and 0 < size <= MAX_MESSAGE_BYTES:
+        yield from _length_prefixed(name, head, source)
+        return
+    # One message (an OTLP/HTTP body) starts with its first field's tag: field 1, a message.
+    if head[:1] != b"\x0a":
+        raise OtlpFileError(f"{name}: neither OTLP/JSON nor OTLP protobuf traces")
+    data = head + source.read(MAX_MESSAGE_BYTES + 1 - len(head))
+    if len(data) > MAX_MESSAGE_BYTES:
+        raise OtlpFileError(
+            f"{name}: not length-prefixed protobuf, and larger than {_size(MAX_MESSAGE_BYTES)} "
+            "as one message"
+        )
+    yield from _message(name, 1, 0, data)
+
+
+def _length_prefixed(name: str, head: bytes, source: _Source) -> Iterator[RecordedSpan]:
+    """Messages each preceded by its length: read one at a time."""
+    buffered, at, number = head, 0, 0
+    while True:
+        if len(buffered) - at < 4:
+            buffered = buffered[at:] + source.read(_CHUNK)
+            at = 0
+            if not buffered:
+                return
+            if len(buffered) < 4:
+                raise OtlpFileError(f"{name}: the file ends inside a message length")
+        offset = source.offset - (len(buffered) - at)
+        size = int.from_bytes(buffered[at : at + 4], "big")
+        number += 1
+        if not 0 < size <= MAX_MESSAGE_BYTES:
             raise OtlpFileError(
-                f"{name}: message {number} is neither OTLP/JSON nor OTLP protobuf traces"
-            ) from None
-        data_ = json_format.MessageToDict(request, use_integers_for_enums=True)
-        for span in _spans_of(data_):
-            _ids(span, base64.b64decode, bytes.hex)
-        yield from _spans(data_)
-
-
-def _length_prefixed(data: bytes) -> list[bytes] | None:
-    """The messages of a length-prefixed file, or ``None`` if the prefixes do not add up."""
-    out, at = [], 0
-    while at < len(data):
-        if at + 4 > len(data):
-            return None
-        size = int.from_bytes(data[at : at + 4], "big")
-        if size > _MAX_MESSAGE or at + 4 + size > len(data):
-            return None
-        out.append(data[at + 4 : at + 4 + size])
-        at += 4 + size
-    return out
-
-
-def _spans_of(data: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
-    for resource_spans in data.get("resourceSpans", ()):
-        for scope_spans in resource_spans.get("scopeSpans", ()):
-            yield from scope_spans.get("spans", ())
-
-
-def _spans(data: Mapping[str, Any]) -> Iterator[RecordedSpan]:
-    for resource_spans in data.get("resourceSpans", ()) or ():
-        resource = _attributes((resource_spans.get("resource") or {}).get("attributes"))
-        service = resource.get("service.name")
-        for scope_spans in resource_spans.get("scopeSpans", ()) or ():
-            for span in scope_spans.get("spans", ()) or ():
-                status = span.get("status") or {}
-                yield RecordedSpan(
-                    trace_id=str(span.get("traceId", "")),
-                    span_id=str(span.get("spanId", "")),
-                    parent_id=span.get("parentSpanId") or None,
-                    name=str(span.get("name", "")),
-                    start=int(span.get("startTimeUnixNano", 0) or 0),
-                    end=int(span.get("endTimeUnixNano", 0) or 0),
-                    attributes=_attributes(span.get("attributes")),
-                    status_error=_status_code(status.get("code")) == _STATUS_ERROR,
-                    status_message=status.get("message") or None,
-                    events=tuple(
-                        RecordedEvent(str(e.get("name", "")), _attributes(e.get("attributes")))
-                        for e in span.get("events", ()) or ()
-                    ),
-                    service=service if isinstance(service, str) else None,
+                f"{name}: message {number} (byte {offset}) has length {size}: not "
+                f"length-prefixed OTLP protobuf (lengths run from 1 to {MAX_MESSAGE_BYTES})"
+            )
+        at += 4
+        if len(buffered) - at < size:
+            buffered = buffered[at:] + source.read(size - (len(buffered) - at))
+            at = 0
+            if len(buffered) < size:
+                raise OtlpFileError(
+                    f"{name}: message {number} (byte {offset}) is cut short: "
+                    f"{len(buffered)} of its {size} bytes"
                 )
+        yield from _message(name, number, offset, buffered[at : at + size])
+        at += size
 
 
-def _status_code(code: object) -> int:
-    if code == "STATUS_CODE_ERROR":
-        return _STATUS_ERROR
-    if isinstance(code, int):
-        return code
-    return int(code) if isinstance(code, str) and code.isdigit() else 0
-
-
-def _attributes(items: object) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if isinstance(items, list):
-        for item in items:
-            if isinstance(item, dict) and isinstance(item.get("key"), str):
-                out[item["key"]] = _value(item.get("value"))
-    return out
-
-
-def _value(value: object, depth: int = 0) -> Any:
-    """An OTLP ``AnyValue`` as a Python value (nesting bounded)."""
-    if not isinstance(value, dict) or depth > 32:
-        return None
-    if "stringValue" in value:
-        return value["stringValue"]
-    if "boolValue" in value:
-        return bool(value["boolValue"])
-    if "intValue" in value:
-        try:
-            return int(value["intValue"])
-        except (TypeError, ValueError):
-            return None
-    if "doubleValue" in value:
-        try:
-            return float(value["doubleValue"])
-        except (TypeError, ValueError):
-            return None
-    if "arrayValue" in value:
-        items = (value["arrayValue"] or {}).get("values", ()) or ()
-        return tuple(_value(item, depth + 1) for item in items)
-    if "kvlistValue" in value:
-        items = (value["kvlistValue"] or {}).get("values", ()) or ()
-        return {
-            item.get("key"): _value(item.get("value"), depth + 1)
-            for item in items
-            if isinstance(item, dict)
-        }
-    if "bytesValue" in value:
-        return value["bytesValue"]
-    return None
+def _message(name: str, number: int, offset: int, data: bytes) -> list[RecordedSpan]:
+    request = ExportTraceServiceRequest()
+    try:
+        request.ParseFromString(data)
+    except Exception:  # protobuf's DecodeError, or anything its parser raises
+        raise OtlpFileError(
+            f"{name}: message {number} (byte {offset}) is neither OTLP/JSON nor OTLP protobuf "
+            "traces"
+        ) from None
+    return spans_from_proto(request)

@@ -18,7 +18,7 @@ from ..engine.verdict import COMPACTION_DETECTOR
 from . import conventions
 from .otlp_file import RecordedSpan
 
-__all__ = ["RecordedCall", "RecordedRun", "runs_of"]
+__all__ = ["RecordedCall", "RecordedRun", "root_of", "runs_of", "trace_items"]
 
 _MAX_ANCESTORS = 256
 """How far up a span's ancestry an agent or scope is looked for: bounded, whatever the file."""
@@ -57,21 +57,30 @@ def runs_of(spans: Iterable[RecordedSpan], settings: GlobalSettings) -> list[Rec
         traces.setdefault(span.trace_id, {})[span.span_id] = span
     runs: dict[str, RecordedRun] = {}
     for trace_id, by_id in traces.items():
-        placed: list[tuple[int, int, str, RecordedCall | Compaction | Spent]] = []
-        for order, span in enumerate(by_id.values()):
-            item = _item(span, by_id, settings)
-            if item is None:
-                continue
-            key = _scope(span, by_id, settings) or f"trace:{trace_id}"
-            when = span.start if isinstance(item, RecordedCall) else span.end
-            placed.append((when, order, key, item))
-        root = _root(by_id)
-        for _, _, key, item in sorted(placed, key=lambda p: (p[0], p[1])):
+        root = root_of(by_id)
+        for key, item in trace_items(by_id, settings):
             run = runs.get(key)
             if run is None:
                 run = runs[key] = RecordedRun(key, trace_id, root.name, root.service)
             run.items.append(item)
     return list(runs.values())
+
+
+def trace_items(
+    by_id: Mapping[str, RecordedSpan], settings: GlobalSettings
+) -> list[tuple[str, RecordedCall | Compaction | Spent]]:
+    """One trace's calls, compactions and model calls with the run each belongs to, in the
+    order the processor would have seen them (``by_id``: the trace's spans by span id)."""
+    placed: list[tuple[int, int, str, RecordedCall | Compaction | Spent]] = []
+    for order, span in enumerate(by_id.values()):
+        item = _item(span, by_id, settings)
+        if item is None:
+            continue
+        key = _scope(span, by_id, settings) or f"trace:{span.trace_id}"
+        when = span.start if isinstance(item, RecordedCall) else span.end
+        placed.append((when, order, key, item))
+    placed.sort(key=lambda p: (p[0], p[1]))
+    return [(key, item) for _, _, key, item in placed]
 
 
 def _item(
@@ -153,7 +162,7 @@ def _scope(
     return None
 
 
-def _root(by_id: Mapping[str, RecordedSpan]) -> RecordedSpan:
+def root_of(by_id: Mapping[str, RecordedSpan]) -> RecordedSpan:
     """The trace's root span, else its earliest span (a trace recorded in part)."""
     roots = [s for s in by_id.values() if not s.parent_id or s.parent_id not in by_id]
     return min(roots or by_id.values(), key=lambda s: s.start)

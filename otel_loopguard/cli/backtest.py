@@ -1,0 +1,219 @@
+"""Recorded runs replayed as their files are read: what ``otel-loopguard replay`` reports.
+
+Spans stream from the files into a :class:`~otel_loopguard.otel.traces.TraceWindow`; each trace
+it completes is split into runs (per configuration: the scope may differ) and fed to those runs'
+detector state, then dropped. A run keyed by its trace is finished with its trace; one keyed by a
+conversation or attribute keeps its detector state (bounded by ``historySize``) to the end. What
+is kept per run for the report is its outcome: the calls that fired, counts and token totals.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from ..config.model import LoopGuardConfig
+from ..config.settings import Settings, resolve
+from ..engine.replay import Compaction, Replayer, Spent
+from ..engine.usage import NOTHING_SPENT, Usage
+from ..engine.verdict import Verdict
+from ..otel.otlp_file import read_spans
+from ..otel.recorded import RecordedCall, root_of, trace_items
+from ..otel.traces import Trace, TraceWindow
+
+__all__ = ["Outcome", "RunInfo", "Step", "backtest"]
+
+_COLLECT_EVERY = 1 << 18
+"""Spans read between two garbage collections while the automatic collector is paused."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """Which run: the trace it starts in, and that trace's root span, for the reader."""
+
+    trace_id: str
+    root: str
+    service: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    number: int
+    tool: str
+    verdict: Verdict
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """One run replayed under one configuration."""
+
+    run: RunInfo
+    steps: list[Step]
+    """The calls with a non-ok verdict, up to the abort."""
+    aborted_at: int | None
+    calls: int
+    spent: Usage = NOTHING_SPENT
+    """What the run's model calls spent, as recorded."""
+    in_loops: Usage = NOTHING_SPENT
+    """What was spent inside the loops detected."""
+    saved: Usage | None = None
+    """What was spent after the point where the guard would have stopped the run."""
+
+
+def backtest(
+    files: Sequence[str],
+    configs: Sequence[LoopGuardConfig],
+    progress: Callable[[str], Callable[[int, int], None] | None] | None = None,
+) -> list[list[Outcome]]:
+    """Each configuration's outcomes, one per run, in the order the runs first appear.
+
+    ``progress(file)`` gives the callback for reading ``file`` (see ``read_spans``), or ``None``.
+    """
+    settings = [resolve(config) for config in configs]
+    window = TraceWindow(ordered=any(s.globals.scope != "trace" for s in settings))
+    replays = [_Runs(s) for s in settings]
+    with _collector_paused() as spans_read:
+        for file in files:
+            for span in read_spans(file, progress(file) if progress else None):
+                spans_read()
+                for trace in window.add(span):
+                    for runs in replays:
+                        runs.add(trace)
+        for trace in window.flush():
+            for runs in replays:
+                runs.add(trace)
+    return [runs.outcomes() for runs in replays]
+
+
+@contextmanager
+def _collector_paused() -> Iterator[Callable[[], None]]:
+    """The garbage collector off while spans are read, collecting every so many spans.
+
+    With it on, the spans held by the live traces are scanned again and again (a large share of
+    the time) though what replay keeps holds no cycles; a full collection now and then still
+    frees any cycle, over a small live set.
+    """
+    read = 0
+
+    def spans_read() -> None:
+        nonlocal read
+        read += 1
+        if read % _COLLECT_EVERY == 0:
+            gc.collect()
+
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield spans_read
+    finally:
+        if enabled:
+            gc.enable()
+
+
+class _Runs:
+    """One configuration's runs: those still being fed, and the outcomes of those finished."""
+
+    __slots__ = ("_created", "_finished", "_live", "_settings")
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._live: dict[str, tuple[tuple[int, int], _Run]] = {}
+        self._finished: list[tuple[tuple[int, int], Outcome]] = []
+        self._created = 0
+
+    def add(self, trace: Trace) -> None:
+        """Feed the trace's calls to their runs; its own run (keyed by the trace) finishes."""
+        root = root_of(trace.spans)
+        for key, item in trace_items(trace.spans, self._settings.globals):
+            entry = self._live.get(key)
+            if entry is None:
+                info = RunInfo(trace.trace_id, root.name, root.service)
+                entry = self._live[key] = (
+                    (trace.number, self._created),
+                    _Run(info, self._settings),
+                )
+                self._created += 1
+            entry[1].feed(item)
+        # Only this trace's spans fall back to its key: that run has all it will get.
+        own = self._live.pop(f"trace:{trace.trace_id}", None)
+        if own is not None:
+            self._finished.append((own[0], own[1].outcome()))
+
+    def outcomes(self) -> list[Outcome]:
+        """Every run's outcome, in the order the runs were first fed (by their first trace)."""
+        done = self._finished + [(order, run.outcome()) for order, run in self._live.values()]
+        self._live.clear()
+        done.sort(key=lambda entry: entry[0])
+        return [outcome for _, outcome in done]
+
+
+class _Run:
+    """One run, replayed a call at a time: the steps that fired, up to the abort."""
+
+    __slots__ = (
+        "_at_stop",
+        "_calls",
+        "_in_loops",
+        "_info",
+        "_replayer",
+        "_spent",
+        "_total",
+        "aborted_at",
+        "steps",
+    )
+
+    def __init__(self, info: RunInfo, settings: Settings) -> None:
+        self._info = info
+        self._replayer = Replayer(settings)
+        self.steps: list[Step] = []
+        self.aborted_at: int | None = None
+        self._calls = 0
+        self._spent = self._in_loops = self._total = NOTHING_SPENT
+        self._at_stop: Usage | None = None
+
+    def feed(self, item: RecordedCall | Compaction | Spent) -> None:
+        stopped = self.aborted_at is not None
+        if isinstance(item, Spent):
+            self._total = self._total.plus(item.usage)
+            if not stopped:
+                self._spent = self._spent.plus(item.usage)
+                self._replayer.feed(item)
+            return
+        if isinstance(item, Compaction):
+            if not stopped:
+                self._replayer.feed(item)
+            return
+        self._calls += 1
+        if stopped:
+            return  # the run stopped at its abort: the calls after it would not have been made
+        number = self._calls
+        (event,) = self._replayer.feed(item.call)
+        if event.burned is not None:
+            self._in_loops = self._in_loops.plus(event.burned)
+        verdict = event.verdict
+        if verdict.level != "ok" or verdict.blocked:
+            self.steps.append(Step(number, item.call.tool, verdict))
+            if verdict.aborted:
+                self.aborted_at, self._at_stop = number, self._spent
+                return
+        # The post-compaction guard fires as a call completes: shown on that call, whose span
+        # carries it; the run stops after it (observe-only: it would have).
+        fired = event.completed
+        if fired is not None:
+            self.steps.append(Step(number, item.call.tool, fired))
+            if fired.aborted:
+                self.aborted_at, self._at_stop = number, self._spent
+
+    def outcome(self) -> Outcome:
+        saved = None if self._at_stop is None else self._total.since(self._at_stop)
+        return Outcome(
+            self._info,
+            self.steps,
+            self.aborted_at,
+            self._calls,
+            self._total,
+            self._in_loops,
+            saved,
+        )

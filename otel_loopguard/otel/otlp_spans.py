@@ -1,0 +1,226 @@
+"""Recorded spans, from one OTLP request: as OTLP/JSON (parsed) or as a protobuf message.
+
+Both give the same spans for the same request. The protobuf path reads the message's fields in
+place: converting a whole request to a dict first (``MessageToDict``) cost more than everything
+else replay does. Values read as OTLP/JSON gives them: ids as hex, bytes as base64.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+__all__ = [
+    "MalformedRequest",
+    "RecordedEvent",
+    "RecordedSpan",
+    "spans_from_json",
+    "spans_from_proto",
+]
+
+_STATUS_ERROR = 2
+_MAX_VALUE_DEPTH = 32
+"""Nested attribute values deeper than this read as ``None``: bounded, whatever the file."""
+
+
+class MalformedRequest(ValueError):
+    """A request whose fields are not OTLP's: the message names the field."""
+
+
+class RecordedEvent(NamedTuple):
+    name: str
+    attributes: Mapping[str, Any]
+
+
+class RecordedSpan(NamedTuple):
+    """One span as a file recorded it (ids as hex)."""
+
+    trace_id: str
+    span_id: str
+    parent_id: str | None
+    name: str
+    start: int
+    end: int
+    attributes: Mapping[str, Any]
+    status_error: bool
+    status_message: str | None
+    events: tuple[RecordedEvent, ...]
+    service: str | None
+
+
+# -- OTLP/JSON ----------------------------------------------------------------------------------
+
+
+def spans_from_json(request: Mapping[str, Any]) -> list[RecordedSpan]:
+    """The spans of one parsed OTLP/JSON request; :class:`MalformedRequest` names a bad field."""
+    out: list[RecordedSpan] = []
+    for resource_spans in _items(request.get("resourceSpans"), "resourceSpans"):
+        resource = _object(resource_spans.get("resource"), "resource")
+        service = _attributes(resource.get("attributes")).get("service.name")
+        service = service if isinstance(service, str) else None
+        for scope_spans in _items(resource_spans.get("scopeSpans"), "scopeSpans"):
+            for span in _items(scope_spans.get("spans"), "spans"):
+                status = _object(span.get("status"), "status")
+                out.append(
+                    RecordedSpan(
+                        trace_id=str(span.get("traceId", "")),
+                        span_id=str(span.get("spanId", "")),
+                        parent_id=span.get("parentSpanId") or None,
+                        name=str(span.get("name", "")),
+                        start=_integer(span.get("startTimeUnixNano"), "startTimeUnixNano"),
+                        end=_integer(span.get("endTimeUnixNano"), "endTimeUnixNano"),
+                        attributes=_attributes(span.get("attributes")),
+                        status_error=_status_code(status.get("code")) == _STATUS_ERROR,
+                        status_message=status.get("message") or None,
+                        events=tuple(
+                            RecordedEvent(str(e.get("name", "")), _attributes(e.get("attributes")))
+                            for e in _items(span.get("events"), "events")
+                        ),
+                        service=service,
+                    )
+                )
+    return out
+
+
+def _items(value: object, field: str) -> list[dict[str, Any]]:
+    """A repeated message field: a list of objects (missing or null: none)."""
+    if not value:
+        return []
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        raise MalformedRequest(f"'{field}' is not a list of objects")
+    return value
+
+
+def _object(value: object, field: str) -> dict[str, Any]:
+    if not value:
+        return {}
+    if not isinstance(value, dict):
+        raise MalformedRequest(f"'{field}' is not an object")
+    return value
+
+
+def _integer(value: object, field: str) -> int:
+    if not value:
+        return 0
+    if isinstance(value, int | str | float):
+        try:
+            return int(value)
+        except (ValueError, OverflowError):
+            pass
+    raise MalformedRequest(f"'{field}' is not an integer")
+
+
+def _status_code(code: object) -> int:
+    if code == "STATUS_CODE_ERROR":
+        return _STATUS_ERROR
+    if isinstance(code, int):
+        return code
+    return int(code) if isinstance(code, str) and code.isdigit() else 0
+
+
+def _attributes(items: object) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if isinstance(items, list):
+        for item in items:
+            if isinstance(item, dict) and isinstance(item.get("key"), str):
+                out[item["key"]] = _value(item.get("value"))
+    return out
+
+
+def _value(value: object, depth: int = 0) -> Any:
+    """An OTLP ``AnyValue`` as a Python value (nesting bounded)."""
+    if not isinstance(value, dict) or depth > _MAX_VALUE_DEPTH:
+        return None
+    if "stringValue" in value:
+        return value["stringValue"]
+    if "boolValue" in value:
+        return bool(value["boolValue"])
+    if "intValue" in value:
+        try:
+            return int(value["intValue"])
+        except (TypeError, ValueError, OverflowError):
+            return None
+    if "doubleValue" in value:
+        try:
+            return float(value["doubleValue"])
+        except (TypeError, ValueError, OverflowError):
+            return None
+    if "arrayValue" in value:
+        items = _values(value["arrayValue"])
+        return tuple(_value(item, depth + 1) for item in items)
+    if "kvlistValue" in value:
+        return {
+            item.get("key"): _value(item.get("value"), depth + 1)
+            for item in _values(value["kvlistValue"])
+            if isinstance(item, dict)
+        }
+    if "bytesValue" in value:
+        return value["bytesValue"]
+    return None
+
+
+def _values(holder: object) -> list[Any]:
+    values = holder.get("values") if isinstance(holder, dict) else None
+    return values if isinstance(values, list) else []
+
+
+# -- protobuf -----------------------------------------------------------------------------------
+
+
+def spans_from_proto(request: Any) -> list[RecordedSpan]:
+    """The spans of one parsed ``ExportTraceServiceRequest``, read field by field."""
+    out: list[RecordedSpan] = []
+    for resource_spans in request.resource_spans:
+        service = _proto_attributes(resource_spans.resource.attributes).get("service.name")
+        service = service if isinstance(service, str) else None
+        for scope_spans in resource_spans.scope_spans:
+            for span in scope_spans.spans:
+                status = span.status
+                out.append(
+                    RecordedSpan(
+                        trace_id=span.trace_id.hex(),
+                        span_id=span.span_id.hex(),
+                        parent_id=span.parent_span_id.hex() or None,
+                        name=span.name,
+                        start=span.start_time_unix_nano,
+                        end=span.end_time_unix_nano,
+                        attributes=_proto_attributes(span.attributes),
+                        status_error=status.code == _STATUS_ERROR,
+                        status_message=status.message or None,
+                        events=tuple(
+                            RecordedEvent(event.name, _proto_attributes(event.attributes))
+                            for event in span.events
+                        ),
+                        service=service,
+                    )
+                )
+    return out
+
+
+def _proto_attributes(items: Any) -> dict[str, Any]:
+    # OTLP/JSON leaves out an empty key, so such an attribute is not read there either.
+    return {item.key: _proto_value(item.value) for item in items if item.key}
+
+
+def _proto_value(value: Any, depth: int = 0) -> Any:
+    kind = value.WhichOneof("value")
+    if kind is None or depth > _MAX_VALUE_DEPTH:
+        return None
+    if kind == "string_value":
+        return value.string_value
+    if kind == "int_value":
+        return value.int_value
+    if kind == "bool_value":
+        return value.bool_value
+    if kind == "double_value":
+        return value.double_value
+    if kind == "array_value":
+        return tuple(_proto_value(item, depth + 1) for item in value.array_value.values)
+    if kind == "kvlist_value":
+        # As in OTLP/JSON, where an empty key is left out: it reads as None.
+        return {
+            item.key or None: _proto_value(item.value, depth + 1)
+            for item in value.kvlist_value.values
+        }
+    return base64.b64encode(value.bytes_value).decode("ascii")
