@@ -149,7 +149,7 @@ class LoopGuardCompletionHook:
         if not seen.results and not seen.calls:
             return
         fired, judged = runtime.store.update(
-            live.scope_key, _completion, seen, cfg, live.agent, span.is_recording()
+            live.scope_key, _completion, seen, cfg, span.is_recording()
         )
         self._annotate(runtime, span, live, fired, judged, cfg)
 
@@ -214,7 +214,7 @@ _UNKNOWN_CALL = ProposedCall(tool="", args_fp=0)
 
 
 def _completion(
-    state: ScopeState, seen: _Seen, cfg: ResolvedConfig, agent: str | None, shown: bool
+    state: ScopeState, seen: _Seen, cfg: ResolvedConfig, shown: bool
 ) -> tuple[list[Verdict], list[tuple[ProposedCall, Decision]]]:
     """One model response on its scope's state: the outcomes of earlier calls, by call id, then
     its calls admitted as a batch (``shown``: the detections go on the response's span). State
@@ -224,7 +224,7 @@ def _completion(
         for call_id, result in seen.results
         if (verdict := state.result_of_call(call_id, result, cfg)) is not None
     ]
-    decisions = state.ask_batch(seen.calls, cfg, agent, shown=shown) if seen.calls else []
+    decisions = state.ask_batch(seen.calls, cfg, shown=shown) if seen.calls else []
     return fired, list(zip((call for call, _ in seen.calls), decisions, strict=True))
 
 

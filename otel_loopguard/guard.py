@@ -154,11 +154,11 @@ class LoopGuard:
             here = shown_on(current, live)
         if in_span:
             decision = self._store.update(
-                scope_key, ScopeState.for_span, context.span_id, call, cfg, call_id, agent
+                scope_key, ScopeState.for_span, context.span_id, call, cfg, call_id
             )
         else:
             decision = self._store.update(
-                scope_key, ScopeState.ask, call, cfg, call_id, agent, shown=here is not None
+                scope_key, ScopeState.ask, call, cfg, call_id, shown=here is not None
             )
         if in_span and own is not None:
             own.evaluated, own.verdict, own.cfg = call, decision.verdict, cfg
@@ -256,7 +256,7 @@ class LoopGuard:
         # No span of these calls exists yet: shown on the span the agent asked from.
         here = shown_on(current, live)
         decisions = self._store.update(
-            scope_key, ScopeState.ask_batch, proposed, cfg, agent, shown=here is not None
+            scope_key, ScopeState.ask_batch, proposed, cfg, shown=here is not None
         )
         for (name, _, _), decision in zip(batch, decisions, strict=True):
             mark = mark_of(decision, name, self._runtime.currency)

@@ -43,7 +43,10 @@ class LoopGuardSpanProcessor(SpanProcessor):
         self._settled_at_end = glance.at_end if glance is not None else _never
         self._forward_start = downstream.on_start if downstream is not None else None
         self._forward_end = downstream.on_end if downstream is not None else None
-        self._forward_ending = getattr(downstream, "_on_ending", None)
+        forward_ending = getattr(downstream, "_on_ending", None)
+        # The base class's is a no-op: not forwarded (the SDK calls this for every span).
+        inherited = getattr(type(downstream), "_on_ending", None) is _BASE_ON_ENDING
+        self._forward_ending = None if inherited else forward_ending
 
     @property
     def downstream(self) -> SpanProcessor | None:
@@ -156,3 +159,7 @@ class LoopGuardSpanProcessor(SpanProcessor):
 
 def _never(span: object) -> bool:
     return False
+
+
+_BASE_ON_ENDING = getattr(SpanProcessor, "_on_ending", None)
+"""The SDK's no-op ``_on_ending`` (SDKs before 1.37 have none)."""

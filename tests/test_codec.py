@@ -42,12 +42,12 @@ def apply(state: ScopeState, op: tuple[str, str, int, int], n: int, cfg: Resolve
     call = digest_call(tool, {"n": arg}, cfg)
     outcome = digest_outcome(call, None if result == 2 else f"r{result}", None, cfg)
     if kind == "span":  # a whole call: evaluated at its start, its outcome at its end
-        decision = state.for_span(n, call, cfg, f"c{n}", None)
+        decision = state.for_span(n, call, cfg, f"c{n}")
         return decision, state.end_span(n, outcome, cfg)
     if kind == "ask":
-        return state.ask(call, cfg, f"c{arg}" if result else None, None)
+        return state.ask(call, cfg, f"c{arg}" if result else None)
     if kind == "start":  # a span left open: its decision stays in the state
-        return state.for_span(1000 + arg, call, cfg, None, "agent-a")
+        return state.for_span(1000 + arg, call, cfg, None)
     if kind == "end":
         return state.end_span(1000 + arg, outcome, cfg)
     state.arm_compaction()
@@ -127,9 +127,9 @@ def test_the_state_holds_digests_not_arguments_or_results() -> None:
     secret = "sk-live-4242424242"
     for n in range(5):
         call = digest_call("send_mail", {"password": secret, "n": n % 2}, CFG)
-        state.for_span(n, call, CFG, None, None)
+        state.for_span(n, call, CFG, None)
         state.end_span(n, digest_outcome(call, f"token={secret}", None, CFG), CFG)
-    state.for_span(99, digest_call("send_mail", {"password": secret}, CFG), CFG, None, None)
+    state.for_span(99, digest_call("send_mail", {"password": secret}, CFG), CFG, None)
     blob = codec.encode(state)
     assert secret.encode() not in blob
     assert b"4242" not in blob

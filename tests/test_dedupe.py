@@ -19,7 +19,7 @@ def run(n: int, changing: bool, config: dict[str, object]) -> list[tuple[int, st
     seen = []
     for i in range(n):
         call = digest_call("read_file", {"path": "a.txt"}, cfg)
-        decision = state.for_span(i, call, cfg, None, None)
+        decision = state.for_span(i, call, cfg, None)
         state.end_span(i, digest_outcome(call, f"v{i}" if changing else "same", None, cfg), cfg)
         if decision.verdict.level != "ok":
             seen.append((decision.verdict.count, decision.verdict.level, decision.annotate))

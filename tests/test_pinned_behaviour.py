@@ -289,5 +289,5 @@ def test_the_prefilter_counts_never_change_a_verdict(
         assert evaluate(state.history, proposed, cfg, state.counts) == evaluate(
             state.history, proposed, cfg
         )
-        state.for_span(index, proposed, cfg, None, None)
+        state.for_span(index, proposed, cfg, None)
         state.end_span(index, digest_outcome(proposed, result, error, cfg), cfg)

@@ -39,7 +39,6 @@ class CallRecord:
     tool: str
     args_fp: int
     call_id: str | None = None
-    agent: str | None = None
     result_fp: int | None = None
     unknown_tool: str | None = None
     outcome: Outcome = "pending"

@@ -149,11 +149,11 @@ class Replayer:
         # A batch's calls get ids, so each span takes its own call's ask.
         ids = [call.call_id or f"replay-{first + n}" for n, call in enumerate(batch)]
         if isinstance(item, Batch):
-            asked = state.ask_batch(list(zip(proposed, ids, strict=True)), cfg, batch[0].agent)
+            asked = state.ask_batch(list(zip(proposed, ids, strict=True)), cfg)
         replayed: list[Replayed] = []
         for index, (call, digest) in enumerate(zip(batch, proposed, strict=True)):
             span = first + index
-            decision = state.for_span(span, digest, cfg, ids[index], call.agent)
+            decision = state.for_span(span, digest, cfg, ids[index])
             event = asked[index].annotate if isinstance(item, Batch) else decision.annotate
             # A blocked call did not run: its veto record keeps the outcome it continued.
             outcome = digest_outcome(

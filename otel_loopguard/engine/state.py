@@ -107,7 +107,6 @@ class ScopeState:
         call: ProposedCall,
         cfg: ResolvedConfig,
         call_id: str | None,
-        agent: str | None,
         *,
         shown: bool = False,
     ) -> Decision:
@@ -123,7 +122,7 @@ class ScopeState:
         match = next((a for a in self.asks if call_id is not None and a.call_id == call_id), None)
         if match is not None:
             return match.decision._replace(new=False, annotate=False)
-        decision = self._propose(call, cfg, call_id, agent)
+        decision = self._propose(call, cfg, call_id)
         self._remember_ask(call, call_id, decision, shown=shown)
         return decision
 
@@ -131,7 +130,6 @@ class ScopeState:
         self,
         calls: list[tuple[ProposedCall, str | None]],
         cfg: ResolvedConfig,
-        agent: str | None,
         *,
         shown: bool = False,
     ) -> list[Decision]:
@@ -162,7 +160,7 @@ class ScopeState:
                 verdict, intended = escalation.decided(self, finding.verdict, cfg)
                 start = spending.loop_start(projected, finding, call) if self.usage.tokens else None
                 if verdict.blocked:
-                    return self._block_batch(calls, call, verdict, cfg, agent, start)
+                    return self._block_batch(calls, call, verdict, cfg, start)
                 # De-duplicated as it is judged, as OpenClaw does: a warning of a batch that a
                 # later call blocks still counts as given.
                 annotate = escalation.should_annotate(self, finding, cfg, intended)
@@ -177,7 +175,7 @@ class ScopeState:
             projected.append(CallRecord(tool=call.tool, args_fp=call.args_fp, outcome="veto"))
         decisions: list[Decision] = []
         for (call, call_id), judged in zip(calls, found, strict=True):
-            record = CallRecord(tool=call.tool, args_fp=call.args_fp, call_id=call_id, agent=agent)
+            record = CallRecord(tool=call.tool, args_fp=call.args_fp, call_id=call_id)
             self._append(record)
             if judged is None:
                 decision = Decision(verdict=OK, annotate=False, record=record)
@@ -193,7 +191,6 @@ class ScopeState:
         critical: ProposedCall,
         verdict: Verdict,
         cfg: ResolvedConfig,
-        agent: str | None,
         start: Usage | None,
     ) -> list[Decision]:
         costs = spending.costs(self, start, annotate=True)
@@ -201,9 +198,7 @@ class ScopeState:
         for call, call_id in calls:
             record: CallRecord | None = None
             if call.args_fp == critical.args_fp and call.tool == critical.tool:
-                record = CallRecord(
-                    tool=call.tool, args_fp=call.args_fp, call_id=call_id, agent=agent
-                )
+                record = CallRecord(tool=call.tool, args_fp=call.args_fp, call_id=call_id)
                 escalation.veto(self.history, record, verdict, cfg)
                 self._append(record)
             # One detection for the batch: the first call it blocks carries the event.
@@ -231,7 +226,6 @@ class ScopeState:
         call: ProposedCall,
         cfg: ResolvedConfig,
         call_id: str | None,
-        agent: str | None,
     ) -> Decision:
         """Points 1 (inside the span), 2 and 3: evaluate the span's call, or adopt a verdict."""
         bound = self.spans.get(span)
@@ -243,7 +237,7 @@ class ScopeState:
         elif self.abort is not None:
             decision = self._aborted()
         else:
-            decision = self._propose(call, cfg, call_id, agent)
+            decision = self._propose(call, cfg, call_id)
         self._bind(span, decision)
         return decision
 
@@ -372,14 +366,12 @@ class ScopeState:
                 return ask
         return None
 
-    def _propose(
-        self, call: ProposedCall, cfg: ResolvedConfig, call_id: str | None, agent: str | None
-    ) -> Decision:
+    def _propose(self, call: ProposedCall, cfg: ResolvedConfig, call_id: str | None) -> Decision:
         finding = evaluate(self.history, call, cfg, self.counts)
         if cfg.budget is not None:  # judged on the calls made before this one
             finding = spending.within_budget(self, finding, cfg, call.tool)
         self.calls += 1
-        record = CallRecord(tool=call.tool, args_fp=call.args_fp, call_id=call_id, agent=agent)
+        record = CallRecord(tool=call.tool, args_fp=call.args_fp, call_id=call_id)
         if finding is None:  # most calls: nothing fired
             self._append(record)
             return Decision(verdict=OK, annotate=False, record=record)

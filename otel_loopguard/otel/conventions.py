@@ -27,7 +27,6 @@ __all__ = [
     "is_compaction",
     "is_inference_span",
     "is_tool_span",
-    "names_tool",
     "read_call",
     "relevant_keys",
     "result_in_events",
@@ -107,6 +106,9 @@ class ToolCallView(NamedTuple):
     arguments: object
     has_arguments: bool
     call_id: str | None
+    named: bool = True
+    """The tool is named by an attribute, not only by the span's name (a guess: OpenInference
+    names CrewAI's tool spans ``read_file.run``)."""
 
 
 def relevant_keys(settings: GlobalSettings) -> frozenset[str]:
@@ -180,6 +182,9 @@ def _tokens(attributes: Mapping[str, Any], keys: Sequence[str]) -> int | None:
     return None
 
 
+_NUMBERS = (int, float)
+
+
 def usage_of(
     attributes: Mapping[str, Any], prices: Mapping[str, tuple[float, float, float]]
 ) -> tuple[Usage, str | None] | None:
@@ -190,10 +195,10 @@ def usage_of(
     if spent_in is None and spent_out is None:
         return None
     spent_in, spent_out = spent_in or 0, spent_out or 0
-    cached = min(_tokens(attributes, _CACHED_TOKENS) or 0, spent_in)
+    cached = min(_tokens(attributes, _CACHED_TOKENS) or 0, spent_in) if spent_in else 0
     model = _first_text(attributes, _MODEL)
     cost = attributes.get(_COST)
-    if not isinstance(cost, int | float) or isinstance(cost, bool) or not cost >= 0:
+    if not isinstance(cost, _NUMBERS) or isinstance(cost, bool) or not cost >= 0:
         price = prices.get(model) if model is not None else None
         cost = 0.0
         if price is not None:
@@ -225,10 +230,8 @@ def is_tool_span(attributes: Mapping[str, Any], name: str, settings: GlobalSetti
     )
 
 
-def _tool_name(attributes: Mapping[str, Any], span_name: str) -> str | None:
-    name = _first_text(attributes, _TOOL_NAME)
-    if name:
-        return name
+def _named_by_span(span_name: str) -> str | None:
+    """The tool a tool span's name gives, when no attribute names it."""
     name = span_name or ""
     if name.startswith("execute_tool "):
         name = name[len("execute_tool ") :]
@@ -238,22 +241,19 @@ def _tool_name(attributes: Mapping[str, Any], span_name: str) -> str | None:
     return bounded(name) if name else None
 
 
-def names_tool(attributes: Mapping[str, Any]) -> bool:
-    """Whether a span names its tool in an attribute (not only in its span name, which is a
-    guess: OpenInference names CrewAI's tool spans ``read_file.run``)."""
-    return _first_text(attributes, _TOOL_NAME) is not None
-
-
 def read_call(attributes: Mapping[str, Any], span_name: str) -> ToolCallView | None:
     """The call a tool span describes, or ``None`` when it has no usable tool name."""
     # The OTel GenAI keys come first in every lookup order: try them before the loops.
     tool = attributes.get("gen_ai.tool.name")
+    named = True
     if type(tool) is str and 0 < len(tool) <= MAX_NAME_CHARS:
         pass  # the usual case
     else:
-        tool = _tool_name(attributes, span_name)
-        if tool is None:
-            return None
+        tool = _first_text(attributes, _TOOL_NAME)
+        if not tool:
+            tool, named = _named_by_span(span_name), False
+            if tool is None:
+                return None
     arguments = attributes.get("gen_ai.tool.call.arguments")
     if arguments is None or arguments == "":
         arguments = _first(attributes, _ARGUMENTS)
@@ -261,7 +261,7 @@ def read_call(attributes: Mapping[str, Any], span_name: str) -> ToolCallView | N
     call_id = attributes.get("gen_ai.tool.call.id")
     if type(call_id) is not str or not 0 < len(call_id) <= MAX_NAME_CHARS:
         call_id = _first_text(attributes, _CALL_ID)
-    return ToolCallView(tool=tool, arguments=arguments, has_arguments=recorded, call_id=call_id)
+    return ToolCallView(tool, arguments, recorded, call_id, named)
 
 
 def tool_named_by_span(name: str) -> str | None:

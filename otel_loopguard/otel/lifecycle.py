@@ -163,28 +163,29 @@ class Lifecycle:
             scope_key = inherited.scope_key
         else:
             scope_key = trace_scope(fields.trace_id)
+        tool_span = conventions.is_tool_span(attributes, fields.name, self._globals)
         live = LiveSpan(
-            span=self.live.ref(span, span_id),
-            span_id=span_id,
-            parent_id=parent_id,
-            agent=agent,
-            scope=scope,
-            local_root=local_root,
-            scope_key=scope_key,
-            agent_span=conventions.is_agent_span(attributes, fields.name),
+            self.live.ref(span, span_id),
+            span_id,
+            parent_id,
+            agent,
+            scope,
+            local_root,
+            scope_key,
+            agent_span=not tool_span and conventions.is_agent_span(attributes, fields.name),
+            tool_span=tool_span,
         )
         self.live.add(span_id, live)
         if local_root:
             self.live.add_root(fields.trace_id, live)
             if scope is None:
                 self.store.root_started(scope_key, remote_parent=parent_id is not None)
-        if not conventions.is_tool_span(attributes, fields.name, self._globals):
+        if not tool_span:
             return
         view = conventions.read_call(attributes, fields.name)
-        live.tool_span = True
         # A name read only from the span's name at its start is a guess: unknown until the
         # span names its tool, so a tool span nested in it is taken as its call.
-        live.tool = view.tool if view is not None and conventions.names_tool(attributes) else None
+        live.tool = view.tool if view is not None and view.named else None
         outer = live.outer = self.live.enclosing_tool(inherited)
         if outer is not None and outer.evaluated is not None and outer.same_call(live.tool):
             # A second span of the outer span's call: one call, counted and annotated once.
@@ -206,7 +207,7 @@ class Lifecycle:
         call = self.digest.call(view.tool, view.arguments, cfg)
         live.evaluated, live.cfg = call, cfg
         decision = self.store.update(
-            scope_key, ScopeState.for_span, span_id, call, cfg, view.call_id, agent
+            scope_key, ScopeState.for_span, span_id, call, cfg, view.call_id
         )
         live.verdict = decision.verdict
         mark = mark_of(decision, view.tool, self.runtime.currency)
@@ -271,7 +272,10 @@ class Lifecycle:
             self._fail_run_if_aborted(marks, entry, own, fields.trace_id)
         if own and entry is not None and entry.local_root and entry.scope is None:
             self.store.root_ended(scope_key, remote_parent=entry.parent_id is not None)
-        return Ended(marks, entry, own, self._status_reset(span, entry if own else None))
+        failed = self._status_reset(span, entry if own else None)
+        if not marks and failed is None:
+            return NOTHING_ENDED  # most spans: nothing to show (no entry is needed then)
+        return Ended(marks, entry, own, failed)
 
     def _model_call_ended(
         self, span: ReadableSpan, fields: SpanFields, parent: LiveSpan | None

@@ -167,7 +167,13 @@ class LiveSpans:
 
     def enclosing_tool(self, entry: LiveSpan | None) -> LiveSpan | None:
         """The nearest tool span at or above ``entry`` (a span's parent entry) in the process."""
-        return next((e for e in self._up_to_root(entry) if e.tool_span), None)
+        for _ in range(_MAX_WALK):  # a loop, not _up_to_root: every tool span's start asks
+            if entry is None or entry.tool_span:
+                return entry
+            if entry.local_root or entry.parent_id is None:
+                return None
+            entry = self.entries.get(entry.parent_id)
+        return None
 
     def run_of(self, entry: LiveSpan | None, trace_id: int) -> tuple[LiveSpan, Span] | None:
         """The run a span belongs to, with its live span: the nearest agent span at or above

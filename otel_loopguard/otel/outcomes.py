@@ -55,7 +55,6 @@ class Outcome(NamedTuple):
 
     span_id: int
     scope_key: str
-    agent: str | None
     cfg: ResolvedConfig
     call: ProposedCall
     late_call_id: str | None = None
@@ -90,7 +89,6 @@ class Outcomes:
             return Outcome(
                 span_id=fields.span_id,
                 scope_key=scope_key,
-                agent=live.agent,
                 cfg=live.cfg,
                 call=live.evaluated,
                 issued=verdict.message if verdict is not None and verdict.message else None,
@@ -112,7 +110,6 @@ class Outcomes:
         return Outcome(
             span_id=fields.span_id,
             scope_key=scope_key,
-            agent=agent,
             cfg=cfg,
             call=call,
             late_call_id=view.call_id,
@@ -216,7 +213,7 @@ def _end_of_call(
     late = None
     if bound is None:
         bound = late = state.for_span(
-            outcome.span_id, outcome.call, outcome.cfg, outcome.late_call_id, outcome.agent
+            outcome.span_id, outcome.call, outcome.cfg, outcome.late_call_id
         )
     if redigest is not None and bound.verdict.message:
         result = redigest.without(bound.verdict.message)
