@@ -250,20 +250,23 @@ def _clean(value: object, drop: frozenset[str], depth: int, walked: Iterator[int
     the first ``_MAX_CONTAINERS`` walked (``walked`` counts them): an object that refers to
     itself, or shares one part many times over, would otherwise be walked once per path to it.
     """
-    if value is None or isinstance(value, _SCALARS):
+    if type(value) in _PLAIN or value is None or isinstance(value, _SCALARS):
         return value
-    if isinstance(value, _CONTAINERS):
+    if isinstance(value, _CONTAINERS):  # the exact types first: no abstract class's check
         if depth >= MAX_DEPTH or next(walked) >= _MAX_CONTAINERS:
             return {"$cut": type(value).__qualname__}
         depth += 1
-        if isinstance(value, Mapping):
-            return {
-                str(k): _clean(v, drop, depth, walked)
-                for k, v in value.items()
-                if not (drop and str(k) in drop)
-            }
-        if isinstance(value, list | tuple):
-            return [_clean(v, drop, depth, walked) for v in value]
+        # Plain values are taken as they are, not walked: most arguments are such values, and
+        # each walk is a call.
+        if isinstance(value, (dict, Mapping)):
+            cleaned: dict[str, object] = {}
+            for k, v in value.items():
+                key = k if type(k) is str else str(k)
+                if not (drop and key in drop):
+                    cleaned[key] = v if type(v) in _PLAIN else _clean(v, drop, depth, walked)
+            return cleaned
+        if isinstance(value, (list, tuple)):
+            return [v if type(v) in _PLAIN else _clean(v, drop, depth, walked) for v in value]
         return sorted((_clean(v, drop, depth, walked) for v in value), key=repr)
     if isinstance(value, bytes | bytearray):
         return {"$bytes": blake2b(bytes(value), digest_size=16).hexdigest()}
@@ -271,7 +274,9 @@ def _clean(value: object, drop: frozenset[str], depth: int, walked: Iterator[int
 
 
 _SCALARS = (bool, int, float, str)
-_CONTAINERS = (Mapping, list, tuple, set, frozenset)
+_PLAIN = frozenset(_SCALARS)
+"""The exact types of values taken as they are (subclasses too, by the slower check)."""
+_CONTAINERS = (dict, list, tuple, Mapping, set, frozenset)
 _MAX_CONTAINERS = 1 << 16
 """At most this many containers of an object are walked (65,536: more than any argument)."""
 
