@@ -412,8 +412,29 @@ def test_a_password_with_a_slash_never_appears_in_a_warning_or_log(url: str) -> 
             },
         )
         output = child.stdout + child.stderr
-        assert "Error" in output  # something was said
+        assert "Error" in output or "STORE_URL" in output  # something was said
         assert not shows_secret(output), output[-2000:]
+
+
+def test_an_unreadable_store_url_in_the_environment_is_ignored_with_a_warning(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # As zero-code set-up builds it: the variable is ignored, the guard runs on its own state.
+    monkeypatch.setenv("OTEL_LOOPGUARD_STORE_URL", "redis://127.0.0.1:x/0")
+    monkeypatch.setenv("OTEL_LOOPGUARD_ENABLED", "true")
+    with pytest.warns(Warning, match="OTEL_LOOPGUARD_STORE_URL.*port must be a number"):
+        guard = LoopGuard()
+    verdicts = [guard.check("read", {"p": 1}, scope="env-url").level for _ in range(30)]
+    assert "warning" in verdicts  # the guard is on, on its own in-process state
+    assert guard.stats().fallbacks == 0
+
+
+@pytest.mark.parametrize(
+    "url", ["redis://127.0.0.1:x/0", "redis://127.0.0.1:6379/zero", "rediss://h:99999999/0"]
+)
+def test_an_unreadable_store_url_given_in_code_is_a_config_error(url: str) -> None:
+    with pytest.raises(ConfigError, match=r"loopDetection\.store\.url"):
+        LoopGuard({"store": {"url": url}})
 
 
 def test_a_password_with_a_slash_works(prefix: str) -> None:

@@ -26,6 +26,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from .bounds import MAX_COUNT, MAX_IDLE_TTL_SECONDS, MAX_TIMEOUT_MS
+from .redaction import quoted_userinfo
 
 __all__ = [
     "AgentEntry",
@@ -68,6 +69,17 @@ def store_url(url: object) -> str:
             "must be a redis://, rediss:// (TLS) or unix:// URL (a user and password, if "
             "any, in the URL)"
         )
+    if scheme != "unix":
+        # What the Redis client reads of it, checked here: at the boundary, where a variable
+        # of the environment is ignored with a warning, not later in the guard's constructor.
+        parts = urlsplit(quoted_userinfo(url))
+        try:
+            parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+        except ValueError:
+            raise ValueError("its port must be a number from 0 to 65535") from None
+        database = parts.path.strip("/")
+        if database and not database.isdigit():
+            raise ValueError("its database (the path) must be a number, as in redis://host/0")
     return url
 
 
