@@ -29,6 +29,11 @@ def server_errors() -> tuple[type[Exception], ...]:
     return (RedisError, RedisClusterException, OSError, CodecError)
 
 
+def _wrong_type(exc: Exception) -> bool:
+    """Whether the server refused a command for the type of the value at its key."""
+    return type(exc).__name__ == "ResponseError" and str(exc).startswith("WRONGTYPE")
+
+
 class ServerHealth:
     """The store's view of its server: down or not, when to retry, what was said."""
 
@@ -67,6 +72,11 @@ class ServerHealth:
             self._recovered()
 
     def _failed(self, exc: Exception) -> None:
+        if _wrong_type(exc):
+            # The server answers; one scope's key holds a value of another type (something
+            # else wrote it): that scope's problem, as an unreadable state is.
+            self._unreadable()
+            return
         if not isinstance(exc, self._server_errors):
             # Not the server's failure: this call goes on alone, every other still uses it.
             self._once("internal", f"a call to the shared store failed here ({type(exc).__name__})")
