@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from opentelemetry.sdk.metrics import MeterProvider
@@ -85,3 +88,26 @@ def tool_span(
 
 
 events = loop_events
+
+
+_PEAK = (
+    "import resource, sys\n"
+    "from otel_loopguard.cli.main import main\n"
+    "code = main(['replay', sys.argv[1]])\n"
+    "print(f'maxrss={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}', file=sys.stderr)\n"
+    "raise SystemExit(code)\n"
+)
+
+
+def replay_peak(path: Path, timeout: float = 300) -> tuple[int, str, int]:
+    """``otel-loopguard replay PATH`` in a subprocess of its own: its exit code, what it wrote
+    to stderr, and its peak resident size in bytes."""
+    result = subprocess.run(
+        [sys.executable, "-c", _PEAK, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    peak = int(result.stderr.rsplit("maxrss=", 1)[1]) * 1024
+    return result.returncode, result.stderr, peak

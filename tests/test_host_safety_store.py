@@ -181,16 +181,18 @@ def test_a_reply_over_the_size_bound_is_dropped_and_counted(
 # -- one scope's input ----------------------------------------------------------------------------
 
 
+def _worker(redis_server: RedisServer, prefix: str) -> Rig:
+    """A worker process's guard on the shared store, conversations as scopes."""
+    return rig(
+        CONVERSATION,
+        store=RedisStore(redis_server.url, key_prefix=prefix, timeout=5.0, clock=Clock()),
+    )
+
+
 def test_a_conversation_id_the_client_cannot_encode_degrades_no_other_scope(
     redis_server: RedisServer, prefix: str
 ) -> None:
-    workers = [
-        rig(
-            CONVERSATION,
-            store=RedisStore(redis_server.url, key_prefix=prefix, timeout=5.0, clock=Clock()),
-        )
-        for _ in range(2)
-    ]
+    workers = [_worker(redis_server, prefix) for _ in range(2)]
     turn(workers[0], "\ud800")  # a lone surrogate: valid JSON, no UTF-8
     for n in range(40):  # a loop spread over both workers
         turn(workers[n % 2], "c")
@@ -206,13 +208,7 @@ def test_a_conversation_id_the_client_cannot_encode_degrades_no_other_scope(
 def test_a_key_of_another_type_in_one_scope_degrades_no_other_scope(
     redis_server: RedisServer, prefix: str
 ) -> None:
-    workers = [
-        rig(
-            CONVERSATION,
-            store=RedisStore(redis_server.url, key_prefix=prefix, timeout=5.0, clock=Clock()),
-        )
-        for _ in range(2)
-    ]
+    workers = [_worker(redis_server, prefix) for _ in range(2)]
     turn(workers[0], "odd")
     client = redis_server.client()
     (odd,) = client.keys(f"{prefix}*conversation:odd*")

@@ -87,19 +87,26 @@ def test_configs_are_compared_side_by_side(demo_file: Path, tmp_path: Path) -> N
     )
 
 
-def test_a_protobuf_recording_replays_like_json(tmp_path: Path) -> None:
-    # What the real OTLP/HTTP exporter sent, as length-prefixed messages (the Collector's file
-    # exporter with format: proto), from an app without otel-loopguard.
+def _exported_bodies(service: str) -> list[bytes]:
+    """The OTLP/HTTP request bodies the real exporter sends for one looping run (25 identical
+    calls) of an app without otel-loopguard."""
     with OtlpReceiver() as receiver:
-        provider = TracerProvider(resource=Resource.create({"service.name": "recorded-app"}))
+        provider = TracerProvider(resource=Resource.create({"service.name": service}))
         provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(receiver.endpoint)))
         tracer = provider.get_tracer("recorded")
         with tracer.start_as_current_span("invoke_agent app"):
             for _ in range(25):
                 tool_span(tracer, "read_file", {"path": "a"}, "same")
         provider.shutdown()
+    return list(receiver.trace_bodies)
+
+
+def test_a_protobuf_recording_replays_like_json(tmp_path: Path) -> None:
+    # What the real OTLP/HTTP exporter sent, as length-prefixed messages (the Collector's file
+    # exporter with format: proto), from an app without otel-loopguard.
+    bodies = _exported_bodies("recorded-app")
     path = tmp_path / "traces.binpb"
-    path.write_bytes(b"".join(len(b).to_bytes(4, "big") + b for b in receiver.trace_bodies))
+    path.write_bytes(b"".join(len(b).to_bytes(4, "big") + b for b in bodies))
     result = run("replay", str(path))
     assert result.returncode == 0, result.stderr
     assert "invoke_agent app (recorded-app): 25 tool calls" in result.stdout
@@ -112,15 +119,7 @@ def test_a_protobuf_recording_replays_like_json(tmp_path: Path) -> None:
 def test_a_single_protobuf_request_body_replays(tmp_path: Path) -> None:
     # An OTLP/HTTP body saved as is: one message, no length prefix. It starts with a newline
     # byte (its first field's tag), which is not a blank line to skip.
-    with OtlpReceiver() as receiver:
-        provider = TracerProvider(resource=Resource.create({"service.name": "http-body"}))
-        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(receiver.endpoint)))
-        tracer = provider.get_tracer("recorded")
-        with tracer.start_as_current_span("invoke_agent app"):
-            for _ in range(25):
-                tool_span(tracer, "read_file", {"path": "a"}, "same")
-        provider.shutdown()
-    (body,) = receiver.trace_bodies
+    (body,) = _exported_bodies("http-body")
     assert body[:1] == b"\n"
     path = tmp_path / "request.binpb"
     path.write_bytes(body)

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import subprocess
-import sys
 import zlib
 from pathlib import Path
 
@@ -19,6 +17,7 @@ import pytest
 from otel_loopguard.otel import otlp_file
 from otel_loopguard.otel.otlp_file import OtlpFileError, read_spans
 
+from .helpers import replay_peak
 from .test_cli import run
 
 
@@ -174,26 +173,10 @@ def test_a_file_with_no_spans_is_an_error(tmp_path: Path) -> None:
     assert "no spans in it" in _replay_error(path)
 
 
-_PEAK = (
-    "import resource, sys\n"
-    "from otel_loopguard.cli.main import main\n"
-    "code = main(['replay', sys.argv[1]])\n"
-    "print(f'maxrss={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}', file=sys.stderr)\n"
-    "raise SystemExit(code)\n"
-)
-
-
-def _replay_peak(path: Path) -> tuple[int, str]:
+def _replay_peak(path: Path) -> tuple[int, int]:
     """``replay PATH`` in a subprocess: its exit code, and its peak resident size in bytes."""
-    result = subprocess.run(
-        [sys.executable, "-c", _PEAK, str(path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    peak = int(result.stderr.rsplit("maxrss=", 1)[1]) * 1024
-    return result.returncode, peak
+    code, _, peak = replay_peak(path, timeout=120)
+    return code, peak
 
 
 @pytest.mark.parametrize("size", [32 << 20, 256 << 20], ids=["32 KB gzip", "255 KB gzip"])

@@ -3,20 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 from otel_loopguard.otel.otlp_spans import RecordedSpan
 from otel_loopguard.otel.traces import TRACE_GRACE_SPANS, TRACE_IDLE_SPANS, TraceWindow
 
-_PEAK = (
-    "import resource, sys\n"
-    "from otel_loopguard.cli.main import main\n"
-    "code = main(['replay', sys.argv[1]])\n"
-    "print(f'maxrss={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}', file=sys.stderr)\n"
-    "raise SystemExit(code)\n"
-)
+from .helpers import replay_peak
 
 
 def _recording(path: Path, traces: int) -> Path:
@@ -54,15 +46,9 @@ def _span(trace: str, span: str, parent: str, attributes: list[object]) -> dict[
 
 def _peak(path: Path) -> int:
     """The peak resident size, in bytes, of ``replay PATH`` in a subprocess of its own."""
-    result = subprocess.run(
-        [sys.executable, "-c", _PEAK, str(path)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    return int(result.stderr.rsplit("maxrss=", 1)[1]) * 1024
+    code, stderr, peak = replay_peak(path)
+    assert code == 0, stderr[-2000:]
+    return peak
 
 
 def test_replay_memory_follows_the_live_traces_not_the_file(tmp_path: Path) -> None:
