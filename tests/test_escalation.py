@@ -209,6 +209,23 @@ def test_the_agent_span_is_marked_failed_not_the_request_around_it() -> None:
     assert request.status.status_code is StatusCode.UNSET
 
 
+def test_an_abort_under_a_frameworks_step_span_marks_the_agent_span_not_the_request() -> None:
+    # A framework's node span (no GenAI attributes) sits between the agent and its tool spans.
+    r = rig(ON)
+    with (
+        r.tracer.start_as_current_span("POST /chat"),
+        r.tracer.start_as_current_span("invoke_agent stubborn", attributes=AGENT),
+    ):
+        for _ in range(22):
+            with r.tracer.start_as_current_span("tools"):
+                tool_span(r.tracer, "read_file", {"path": "a"}, "same")
+    (agent,) = r.spans("invoke_agent stubborn")
+    assert agent.status.status_code is StatusCode.ERROR
+    assert agent.attributes["error.type"] == "generic_repeat"
+    (request,) = r.spans("POST /chat")
+    assert request.status.status_code is StatusCode.UNSET
+
+
 def test_without_an_agent_span_the_local_root_is_marked_failed() -> None:
     r = rig(ON)
     with r.tracer.start_as_current_span("request"), r.tracer.start_as_current_span("step"):

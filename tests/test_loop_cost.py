@@ -178,6 +178,31 @@ def test_a_token_budget_stops_a_run_that_loops_on_different_calls(enabled: bool 
     assert agent.attributes["error.type"] == "budget_exceeded"
 
 
+@pytest.mark.parametrize("downstream", [True, False], ids=["downstream", "standalone"])
+def test_a_budget_fired_by_a_model_call_fails_its_agent_span_not_the_workflow(
+    downstream: bool,
+) -> None:
+    # The model calls sit under an agent span inside a workflow's root, a level down from a
+    # plain step span: their usage is their run's, and the abort marks that run's agent span.
+    r = rig({"budget": {"tokens": 300}}, downstream=downstream)
+    with (
+        r.tracer.start_as_current_span("invoke_workflow plan"),
+        r.tracer.start_as_current_span(
+            "invoke_agent planner", attributes={"gen_ai.operation.name": "invoke_agent"}
+        ),
+    ):
+        for n in range(1, 5):
+            with r.tracer.start_as_current_span(f"step {n}"):
+                _inference(r, n, _genai(90, 10))
+    (agent,) = r.spans("invoke_agent planner")
+    (workflow,) = r.spans("invoke_workflow plan")
+    assert agent.attributes is not None
+    assert agent.attributes["error.type"] == "budget_exceeded"
+    assert workflow.status.status_code is not StatusCode.ERROR
+    (critical,) = [e for e in _events(r) if e["loopguard.level"] == "critical"]
+    assert critical["loopguard.detector"] == "budget_exceeded"
+
+
 def test_a_tool_call_budget_blocks_the_call_past_it() -> None:
     r = rig({"budget": {"toolCalls": 5, "warnAt": 0.6}})
     with r.tracer.start_as_current_span("invoke_agent caller"):

@@ -176,6 +176,8 @@ class Lifecycle:
             tool_span=tool_span,
         )
         self.live.add(span_id, live)
+        if live.agent_span:
+            self.live.add_agent(fields.trace_id, live)
         if local_root:
             self.live.add_root(fields.trace_id, live)
             if scope is None:
@@ -238,8 +240,11 @@ class Lifecycle:
                 entry.starts -= 1
                 self.entries[span_id] = entry
                 return NOTHING_ENDED
-        if own and entry is not None and entry.local_root:
-            self.live.root_ended(fields.trace_id, entry)
+        if own and entry is not None:
+            if entry.local_root:
+                self.live.root_ended(fields.trace_id, entry)
+            if entry.agent_span:
+                self.live.agent_ended(fields.trace_id, entry)
         # A tool span evaluated while live: its call, agent and config are known.
         live = entry if own and entry is not None and entry.evaluated is not None else None
         if live is None and not self._names_matter and self.keys.isdisjoint(attributes):

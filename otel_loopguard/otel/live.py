@@ -28,6 +28,7 @@ _LIVE: weakref.WeakSet[LiveSpans] = weakref.WeakSet()
 MAX_LIVE_SPANS = 1 << 16
 _EVICTION_CANDIDATES = 16
 _MAX_ROOTS = 4096
+_MAX_AGENTS_PER_TRACE = 16
 _MAX_NESTED = 4096
 _MAX_WALK = 64
 """How far up the live map a walk for an enclosing span goes."""
@@ -110,6 +111,10 @@ class LiveSpans:
         self.roots: dict[int, LiveSpan] = {}
         """The newest open local root of each trace, by trace id (bounded): the span an abort
         marks failed when no agent span is known."""
+        self.agents: dict[int, list[LiveSpan]] = {}
+        """The open agent spans of each trace, innermost last (bounded): the run an abort marks
+        when the aborted span's ancestry is not known (spans settled at a glance between it and
+        its agent: a framework's step spans)."""
         _LIVE.add(self)
 
     def ref(self, span: Span, span_id: int) -> SpanRef:
@@ -148,6 +153,25 @@ class LiveSpans:
     def add_root(self, trace_id: int, live: LiveSpan) -> None:
         _put_bounded(self.roots, trace_id, live, _MAX_ROOTS)
 
+    def add_agent(self, trace_id: int, live: LiveSpan) -> None:
+        stack = self.agents.get(trace_id)
+        if stack is None:
+            if len(self.agents) >= _MAX_ROOTS:
+                self.agents.pop(next(iter(self.agents)), None)
+            stack = self.agents[trace_id] = []
+        if len(stack) >= _MAX_AGENTS_PER_TRACE:
+            del stack[0]
+        stack.append(live)
+
+    def agent_ended(self, trace_id: int, live: LiveSpan) -> None:
+        stack = self.agents.get(trace_id, [])
+        for index, entry in enumerate(stack):
+            if entry is live:
+                del stack[index]
+                break
+        if not stack:
+            self.agents.pop(trace_id, None)
+
     def note_nested(self, parent_id: int, live: LiveSpan) -> None:
         _put_bounded(self.nested, parent_id, live, _MAX_NESTED)
 
@@ -177,10 +201,12 @@ class LiveSpans:
 
     def run_of(self, entry: LiveSpan | None, trace_id: int) -> tuple[LiveSpan, Span] | None:
         """The run a span belongs to, with its live span: the nearest agent span at or above
-        ``entry``, else the trace's local root here, while still recording."""
+        ``entry``, else (its ancestry not known further up) the trace's innermost open agent
+        span, else the trace's local root here, while still recording."""
         root = self.roots.get(trace_id)
         runs = (e for e in self._up_to_root(entry) if e.agent_span or e.local_root)
-        for run in chain(runs, () if root is None else (root,)):
+        agents = reversed(self.agents.get(trace_id, ()))
+        for run in chain(runs, agents, () if root is None else (root,)):
             span = run.span()
             if span is not None and span.is_recording():
                 return run, span
@@ -207,6 +233,7 @@ class LiveSpans:
         self.entries.clear()
         self.nested.clear()
         self.roots.clear()
+        self.agents.clear()
 
     def __len__(self) -> int:
         return len(self.entries)
