@@ -15,7 +15,7 @@
 import fs from "node:fs";
 import readline from "node:readline";
 
-import { loadOpenClaw, loopDetection, VETO } from "../tests/openclaw/openclaw.mjs";
+import { loadOpenClaw, loopDetection, ranWith, VETO } from "../tests/openclaw/openclaw.mjs";
 
 const [packageDir, inputPath] = process.argv.slice(2);
 const { version, runtime, normalizeToolPolicyName, admission, createPostCompactionLoopGuard,
@@ -41,8 +41,6 @@ async function runScenario(steps, session, totals) {
             if (fired.shouldAbort) aborted = true;
         }
     };
-    const ran = (call) => [call.result === null ? undefined : call.result,
-        call.error === null ? undefined : call.error];
 
     for (const step of steps) {
         if (step.compaction) {
@@ -65,7 +63,7 @@ async function runScenario(steps, session, totals) {
             }
             totals.warned += admitted.warnings.length;
             admitted.commitReadyCalls(calls.map(({ call, id }) => ({ toolCallId: id, args: call.args })));
-            for (const { call, id } of calls) outcome(call, id, ...ran(call));
+            for (const { call, id } of calls) outcome(call, id, ...ranWith(call));
             continue;
         }
         const id = `call-${index++}`;
@@ -77,7 +75,7 @@ async function runScenario(steps, session, totals) {
             outcome(step, id, VETO(intervention.reason), undefined);
         } else {
             if (intervention !== undefined) totals.warned += 1;
-            outcome(step, id, ...ran(step));
+            outcome(step, id, ...ranWith(step));
         }
     }
 }

@@ -18,7 +18,7 @@
 
 import fs from "node:fs";
 
-import { loadOpenClaw, loopDetection, VETO } from "./openclaw.mjs";
+import { loadOpenClaw, loopDetection, ranWith, VETO } from "./openclaw.mjs";
 
 const [packageDir, inputPath, outputPath] = process.argv.slice(2);
 const { version, runtime, normalizeToolPolicyName, admission, createPostCompactionLoopGuard } =
@@ -53,8 +53,6 @@ async function runScenario(steps) {
     const verdictOf = (found) => ({ level: found.stuck ? found.level : "ok",
         detector: found.stuck ? found.detector : null, count: found.stuck ? found.count : 0,
         blocked: false, emitted: false, aborted: false });
-    const ran = (call) => [call.result === null ? undefined : call.result,
-        call.error === null ? undefined : call.error];
 
     for (const step of steps) {
         if (step.compaction) {
@@ -96,7 +94,7 @@ async function runScenario(steps) {
             admitted.commitReadyCalls(calls.map(({ call, id }) => ({ toolCallId: id, args: call.args })));
             calls.forEach(({ call, id }, i) => {
                 verdicts.push({ ...verdictOf(found[i]), emitted: warned.has(id) });
-                outcome(call, id, ...ran(call));
+                outcome(call, id, ...ranWith(call));
             });
             continue;
         }
@@ -108,7 +106,7 @@ async function runScenario(steps) {
         verdict.emitted = intervention !== undefined;
         verdicts.push(verdict);
         if (verdict.blocked) outcome(step, id, VETO(intervention.reason), undefined);
-        else outcome(step, id, ...ran(step));
+        else outcome(step, id, ...ranWith(step));
     }
     return verdicts;
 }

@@ -13,6 +13,9 @@ import { pathToFileURL } from "node:url";
 
 export const quiet = { info() {}, warn() {}, error() {}, debug() {} };
 export const loopDetection = { enabled: true };
+// A step's result and error as OpenClaw's outcome recording takes them (undefined, not null).
+export const ranWith = (call) => [call.result === null ? undefined : call.result,
+    call.error === null ? undefined : call.error];
 export const VETO = (message) => ({ content: [{ type: "text", text: message }],
     details: { status: "blocked", deniedReason: "tool-loop" } });
 
