@@ -201,3 +201,8 @@ def test_an_error_key_differs_from_the_key_of_a_result_of_the_same_text() -> Non
     assert error_key("boom") != rfp("boom")
     assert error_key("boom") == error_key("boom")
     assert error_key("boom") != error_key("bang")
+
+
+def test_an_objects_keys_are_compared_as_text_in_text_order() -> None:
+    # Keys that are not text are written as JSON writes them, and sorted as text: 10 before 9.
+    assert call_key("t", {10: "a", 9: "b"})[0] == call_key("t", {"10": "a", "9": "b"})[0]

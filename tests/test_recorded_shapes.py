@@ -268,6 +268,26 @@ def test_guard_tool_inside_a_framework_span_recording_the_warned_result() -> Non
     assert runs == 20
 
 
+def test_guard_tool_inside_a_tool_span_named_only_by_its_span_name_is_one_call() -> None:
+    """OpenInference names CrewAI's tool spans ``read_file.run`` and sets their attributes at
+    their end: the name is a guess, so the ``@guard.tool`` span inside is that span's call."""
+    r = rig(ON)
+
+    @r.guard.tool
+    def read_file(path: str) -> str:
+        return "same"
+
+    with r.tracer.start_as_current_span("invoke_agent reader"):
+        for _ in range(12):
+            with r.tracer.start_as_current_span(
+                "read_file.run", attributes={"openinference.span.kind": "TOOL"}
+            ) as span:
+                read_file(path="a")
+                span.set_attributes({"tool.name": "read_file", "input.value": '{"path": "a"}'})
+    warnings = [e for s in r.spans() for e in loop_events(s) if e["loopguard.level"] == "warning"]
+    assert [w["loopguard.count"] for w in warnings] == [10]  # each call counted once
+
+
 # -- results and errors as frameworks phrase them ------------------------------------------------
 
 
