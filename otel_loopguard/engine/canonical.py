@@ -56,16 +56,24 @@ _DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
 _LONG_NUMBER = b"0" * 19
 
 
-def _may_look_small(encoded: bytes) -> bool:
-    """Whether orjson's bytes may hold a float below 1e-4 (two substring tests, then a pattern
-    only if one hits: a pattern alone scans at a few nanoseconds a byte)."""
-    return (b"e-" in encoded or b"0.0000" in encoded) and _SMALL_FLOAT.search(encoded) is not None
+def _may_differ(encoded: bytes) -> bool:
+    """Whether orjson's bytes may differ from the standard library's: a ``null`` (for ``NaN``,
+    an infinity, or a real ``None``), or a float below 1e-4 (substring tests, then a pattern
+    only if one hits: a pattern alone scans at a few nanoseconds a byte).
+
+    ``find``, not ``in``: CPython's ``bytes.__contains__`` first tries its argument as an
+    integer, and raising and clearing that error costs more than the search itself."""
+    return encoded.find(b"null") >= 0 or (
+        (encoded.find(b"e-") >= 0 or encoded.find(b"0.0000") >= 0)
+        and _SMALL_FLOAT.search(encoded) is not None
+    )
 
 
 def _has_long_number(text: str) -> bool:
     """Whether 19 digits stand in a row: an integer orjson may read as a float (beyond 64
     bits), or other text with as many digits."""
-    return _LONG_NUMBER in text.encode("utf-8", "surrogatepass").translate(_DIGITS_AS_ZERO)
+    digits = text.encode("utf-8", "surrogatepass").translate(_DIGITS_AS_ZERO)
+    return digits.find(_LONG_NUMBER) >= 0  # find: see _may_differ
 
 
 _SAMPLE: tuple[object, ...] = (
@@ -106,7 +114,7 @@ def _make_fast(orjson: ModuleType) -> tuple[Callable[[object], bytes], Callable[
             encoded: bytes = dumps(value, option=sort_keys)
         except refused_encode:  # keys not strings, integers past 64 bits, surrogates, ...
             return encode_stdlib(value)
-        if b"null" in encoded or _may_look_small(encoded):
+        if _may_differ(encoded):
             return encode_stdlib(value)
         return encoded
 
