@@ -8,7 +8,11 @@ region calls, so callgrind's ``--toggle-collect`` can mark it). The downstream p
 every span and encodes them all to OTLP protobuf at the region's end, on the same thread: the
 work of the ``otlp`` pipeline, without a worker thread whose share would differ between runs.
 
-Run: python3 benchmarks/instructions.py [--spans N] [KIND ...]   (about a minute a kind)
+``--parts``: the tool workload with each part of ``parts.py`` left out in turn (the argument
+digests, the result digests, both; SHA-256 swapped for xxh3 where ``xxhash`` is installed), so
+the differences are what each part costs in instructions.
+
+Run: python3 benchmarks/instructions.py [--spans N] [--parts | KIND ...]   (about a minute a run)
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import overhead  # beside this file: python3 benchmarks/instructions.py puts it on the path
+import parts as taken_apart  # beside this file, too
 from opentelemetry.context import Context
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
@@ -56,8 +61,14 @@ class EncodeAtFlush(SpanProcessor):
         return True
 
 
-def child(kind: str, guarded: bool, spans: int) -> None:
-    """The measured process: a warm-up, then ``spans`` spans inside the collected region."""
+def child(kind: str, guarded: bool, spans: int, left_out: Sequence[str] = ()) -> None:
+    """The measured process: a warm-up, then ``spans`` spans inside the collected region;
+    ``left_out``: parts of the guard's work left out (``parts.py``)."""
+    with taken_apart.left_out(*left_out):
+        _measured(kind, guarded, spans)
+
+
+def _measured(kind: str, guarded: bool, spans: int) -> None:
     tp = TracerProvider()
     guard = None
     if guarded:
@@ -78,7 +89,7 @@ def child(kind: str, guarded: bool, spans: int) -> None:
         functools.reduce(region, (0, 1))
 
 
-def collected(kind: str, guarded: bool, spans: int, out: Path) -> int:
+def collected(kind: str, guarded: bool, spans: int, out: Path, left_out: Sequence[str] = ()) -> int:
     """Instructions in the region of one child run under callgrind."""
     run = subprocess.run(
         [
@@ -93,6 +104,7 @@ def collected(kind: str, guarded: bool, spans: int, out: Path) -> int:
             kind,
             "with" if guarded else "without",
             str(spans),
+            ",".join(left_out),
         ],
         capture_output=True,
         text=True,
@@ -108,11 +120,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("kinds", nargs="*", help=f"default: all of {', '.join(KINDS)}")
     parser.add_argument("--spans", type=int, default=1000, help="spans in the region")
-    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--parts", action="store_true", help="the tool workload with each part left out in turn"
+    )
+    parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        kind, side, spans = args.child
-        child(kind, side == "with", int(spans))
+        kind, side, spans, left_out = args.child
+        child(kind, side == "with", int(spans), [part for part in left_out.split(",") if part])
+        return
+    if args.parts:
+        if args.kinds:
+            parser.error("--parts measures the tool workload: give no workload with it")
+        parts(args.spans)
         return
     unknown = sorted(set(args.kinds) - set(KINDS))
     if unknown:
@@ -129,6 +149,20 @@ def main(argv: Sequence[str] | None = None) -> None:
                 f"{kind:<26} {without:10,.0f} {with_:10,.0f} {with_ - without:10,.0f}"
                 f"  {with_ / without:5.3f}"
             )
+
+
+def parts(spans: int) -> None:
+    """Instructions added per tool span with each part of ``parts.py`` left out in turn."""
+    print(f"{'tool spans':<34} {'added':>10}  ratio  (per span, against the same run without)")
+    with tempfile.TemporaryDirectory() as tmp:
+        without = collected("tool", False, spans, Path(tmp) / "without.out") / spans
+        for label, left_out in taken_apart.VARIANTS.items():
+            if "xxh3" in left_out and not taken_apart.xxhash_installed():
+                print(f"{label:<34} skipped (pip install xxhash)")
+                continue
+            out = Path(tmp) / f"{'-'.join(left_out) or 'all'}.out"
+            with_ = collected("tool", True, spans, out, left_out) / spans
+            print(f"{label:<34} {with_ - without:10,.0f}  {with_ / without:5.3f}")
 
 
 if __name__ == "__main__":

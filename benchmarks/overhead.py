@@ -367,76 +367,16 @@ def memory(traces: int, calls: int) -> float:
 
 
 def parts(rounds: int) -> None:
-    """Where a tool span's overhead goes: the tool workload on ``otlp`` with each digest left
-    out in turn (replaced by a counter, so that every call still looks new) and with both; then
-    with SHA-256 swapped for xxh3, what a fast non-cryptographic hash would buy (needs the
-    ``xxhash`` package; skipped without it)."""
-    import otel_loopguard.engine.digests as calls
-    import otel_loopguard.otel.outcomes as outcomes
-    from otel_loopguard.engine.records import ProposedCall
+    """Where a tool span's overhead goes: the tool workload on ``otlp`` with each part of
+    ``parts.py`` left out in turn (the xxh3 row only where ``xxhash`` is installed)."""
+    import parts as taken_apart  # beside this file: python3 benchmarks/overhead.py puts it there
 
-    # Swapped by name: the functions the guard looks up when it digests a call and an outcome.
-    real = {"call": calls.digest_call, "outcome": calls.digest_outcome}
-    keys = itertools.count()
-
-    def no_args(tool: str, args: object, cfg: object) -> ProposedCall:
-        return ProposedCall(tool, next(keys), False)
-
-    def no_result(*_: object) -> calls.OutcomeDigest:
-        return calls.OutcomeDigest(next(keys), None, "ok")
-
-    for label, call, outcome in (
-        ("all of it", real["call"], real["outcome"]),
-        ("argument digests left out", no_args, real["outcome"]),
-        ("result digests left out", real["call"], no_result),
-        ("both left out", no_args, no_result),
-    ):
-        setattr(calls, "digest_call", call)  # noqa: B010 - swapped for this measurement only
-        setattr(outcomes, "digest_outcome", outcome)  # noqa: B010
-        try:
+    for label, left_out in taken_apart.VARIANTS.items():
+        if "xxh3" in left_out and not taken_apart.xxhash_installed():
+            print(f"tool spans, {label}: skipped (pip install xxhash)")
+            continue
+        with taken_apart.left_out(*left_out):
             ratio(f"tool spans, {label}", tool_spans, "otlp", 100, rounds)
-        finally:
-            setattr(calls, "digest_call", real["call"])  # noqa: B010
-            setattr(outcomes, "digest_outcome", real["outcome"])  # noqa: B010
-    other_hash(rounds)
-
-
-def other_hash(rounds: int) -> None:
-    """The tool workload with the fingerprints' SHA-256 swapped for xxh3 (64 bits): what a
-    faster hash would buy. Not a product option: xxh3 is not collision-resistant, so a tool
-    result crafted to match another's digest could fake a loop or hide progress."""
-    try:
-        import xxhash
-    except ImportError:
-        print("tool spans, xxh3 in place of SHA-256: skipped (pip install xxhash)")
-        return
-    import otel_loopguard.engine.fingerprint as fingerprint
-
-    class Xxh3:
-        """The part of hashlib's interface the fingerprints use."""
-
-        def __init__(self, data: bytes = b"") -> None:
-            self._state = xxhash.xxh3_64(data)
-
-        def copy(self) -> Xxh3:
-            clone = Xxh3()
-            clone._state = self._state.copy()
-            return clone
-
-        def update(self, data: bytes) -> None:
-            self._state.update(data)
-
-        def digest(self) -> bytes:
-            return self._state.digest()
-
-    real = getattr(fingerprint, "sha256"), fingerprint._TEXT_RESULT  # noqa: B009
-    setattr(fingerprint, "sha256", Xxh3)  # noqa: B010 - swapped for this measurement only
-    setattr(fingerprint, "_TEXT_RESULT", Xxh3(fingerprint.RESULT + b"t"))  # noqa: B010
-    try:
-        ratio("tool spans, xxh3 in place of SHA-256", tool_spans, "otlp", 100, rounds)
-    finally:
-        setattr(fingerprint, "sha256", real[0])  # noqa: B010
-        setattr(fingerprint, "_TEXT_RESULT", real[1])  # noqa: B010
 
 
 class DigestsOnly(SpanProcessor):
