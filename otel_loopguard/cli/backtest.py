@@ -158,7 +158,6 @@ class _Run:
         "_in_loops",
         "_info",
         "_replayer",
-        "_spent",
         "_total",
         "aborted_at",
         "steps",
@@ -170,15 +169,15 @@ class _Run:
         self.steps: list[Step] = []
         self.aborted_at: int | None = None
         self._calls = 0
-        self._spent = self._in_loops = self._total = NOTHING_SPENT
+        self._in_loops = self._total = NOTHING_SPENT
         self._at_stop: Usage | None = None
+        """What the run had spent when it stopped (``None``: it did not)."""
 
     def feed(self, item: RecordedCall | Compaction | Spent) -> None:
         stopped = self.aborted_at is not None
         if isinstance(item, Spent):
             self._total = self._total.plus(item.usage)
             if not stopped:
-                self._spent = self._spent.plus(item.usage)
                 self._replayer.feed(item)
             return
         if isinstance(item, Compaction):
@@ -196,7 +195,7 @@ class _Run:
         if verdict.level != "ok" or verdict.blocked:
             self.steps.append(Step(number, item.call.tool, verdict))
             if verdict.aborted:
-                self.aborted_at, self._at_stop = number, self._spent
+                self.aborted_at, self._at_stop = number, self._total
                 return
         # The post-compaction guard fires as a call completes: shown on that call, whose span
         # carries it; the run stops after it (observe-only: it would have).
@@ -204,7 +203,7 @@ class _Run:
         if fired is not None:
             self.steps.append(Step(number, item.call.tool, fired))
             if fired.aborted:
-                self.aborted_at, self._at_stop = number, self._spent
+                self.aborted_at, self._at_stop = number, self._total
 
     def outcome(self) -> Outcome:
         saved = None if self._at_stop is None else self._total.since(self._at_stop)
