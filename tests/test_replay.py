@@ -11,7 +11,8 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 
-from otel_loopguard import LoopGuard, LoopGuardSpanProcessor
+from otel_loopguard import LoopGuard, LoopGuardSpanProcessor, load_config
+from otel_loopguard.cli.backtest import backtest
 from otel_loopguard.otel.otlp_file import OtlpJsonFileExporter
 
 from .helpers import tool_span
@@ -85,6 +86,23 @@ def test_configs_are_compared_side_by_side(demo_file: Path, tmp_path: Path) -> N
     assert f"{watch}: runs with detections: 6 of 6; runs that would have been aborted: 0" in (
         result.stdout
     )
+
+
+def test_each_configuration_replays_alike_alone_or_among_others(demo_file: Path) -> None:
+    # Configurations that read spans alike share the calls read from each trace (all but the
+    # one scoped by an attribute here, which joins every trace's tool calls in one run): what
+    # each gives must not depend on its company.
+    configs = [
+        load_config({"enabled": True, "warningThreshold": 5}),
+        load_config({"enabled": True, "observeOnly": True}),
+        load_config({"enabled": True, "scope": "attribute:gen_ai.operation.name"}),
+        load_config({"enabled": True, "warningThreshold": 5}),
+    ]
+    together = backtest([str(demo_file)], configs)
+    assert together == [backtest([str(demo_file)], [config])[0] for config in configs]
+    assert together[0] == together[3]
+    assert together[0] != together[1]
+    assert len(together[2]) < len(together[0])
 
 
 def _exported_bodies(service: str) -> list[bytes]:

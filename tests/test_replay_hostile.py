@@ -110,11 +110,26 @@ def test_a_line_that_cannot_be_parsed_names_its_line(
         (_line(1), "'spans' is not a list of objects"),  # type: ignore[arg-type]  # the fault
         (_line(_span(1, 1, startTimeUnixNano="soon")), "'startTimeUnixNano' is not an integer"),
         (_line(_span(1, 1, endTimeUnixNano=1e400)), "'endTimeUnixNano' is not an integer"),
+        (_line(_span(1, 1, startTimeUnixNano=[1])), "'startTimeUnixNano' is not an integer"),
+        (_line(_span(1, 1, startTimeUnixNano={"a": 1})), "'startTimeUnixNano' is not an integer"),
+        (_line(_span(1, 1, endTimeUnixNano=float("nan"))), "'endTimeUnixNano' is not an integer"),
         (_line(_span(1, 1, status="failed")), "'status' is not an object"),
         (_line(_span(1, 1, events=[5])), "'events' is not a list of objects"),
         (_line(_span(1, 1), resource=[1]), "'resource' is not an object"),
     ],
-    ids=["resourceSpans", "scopeSpans", "spans", "start", "end", "status", "events", "resource"],
+    ids=[
+        "resourceSpans",
+        "scopeSpans",
+        "spans",
+        "start",
+        "end",
+        "start-list",
+        "start-object",
+        "end-NaN",
+        "status",
+        "events",
+        "resource",
+    ],
 )
 def test_a_field_of_the_wrong_type_names_its_line_and_field(
     tmp_path: Path, line: str, message: str

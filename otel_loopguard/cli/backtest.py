@@ -10,16 +10,17 @@ is kept per run for the report is its outcome: the calls that fired, counts and 
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from ..config.globals import GlobalSettings
 from ..config.model import LoopGuardConfig
 from ..config.settings import Settings, resolve
 from ..engine.replay import Compaction, Replayer, Spent
 from ..engine.usage import NOTHING_SPENT, Usage
 from ..engine.verdict import Verdict
-from ..otel.otlp_file import read_spans
+from ..otel.otlp_file import RecordedSpan, read_spans
 from ..otel.recorded import RecordedCall, root_of, trace_items
 from ..otel.traces import Trace, TraceWindow
 
@@ -79,12 +80,24 @@ def backtest(
             for span in read_spans(file, progress(file) if progress else None):
                 spans_read()
                 for trace in window.add(span):
-                    for runs in replays:
-                        runs.add(trace)
+                    _replay(trace, replays)
         for trace in window.flush():
-            for runs in replays:
-                runs.add(trace)
+            _replay(trace, replays)
     return [runs.outcomes() for runs in replays]
+
+
+def _replay(trace: Trace, replays: Sequence[_Runs]) -> None:
+    """The trace's calls fed to each configuration's runs, read once per way of reading them:
+    configurations that differ only in what the detectors do share them."""
+    root = root_of(trace.spans)
+    read: list[tuple[GlobalSettings, list[tuple[str, RecordedCall | Compaction | Spent]]]] = []
+    for runs in replays:
+        reading = runs.settings.globals
+        items = next((items for seen, items in read if seen == reading), None)
+        if items is None:
+            items = trace_items(trace.spans, reading)
+            read.append((reading, items))
+        runs.add(trace, root, items)
 
 
 @contextmanager
@@ -115,24 +128,29 @@ def _collector_paused() -> Iterator[Callable[[], None]]:
 class _Runs:
     """One configuration's runs: those still being fed, and the outcomes of those finished."""
 
-    __slots__ = ("_created", "_finished", "_live", "_settings")
+    __slots__ = ("_created", "_finished", "_live", "settings")
 
     def __init__(self, settings: Settings) -> None:
-        self._settings = settings
+        self.settings = settings
         self._live: dict[str, tuple[tuple[int, int], _Run]] = {}
         self._finished: list[tuple[tuple[int, int], Outcome]] = []
         self._created = 0
 
-    def add(self, trace: Trace) -> None:
-        """Feed the trace's calls to their runs; its own run (keyed by the trace) finishes."""
-        root = root_of(trace.spans)
-        for key, item in trace_items(trace.spans, self._settings.globals):
+    def add(
+        self,
+        trace: Trace,
+        root: RecordedSpan,
+        items: Iterable[tuple[str, RecordedCall | Compaction | Spent]],
+    ) -> None:
+        """Feed the trace's calls (``items``, by run) to their runs; its own run (keyed by the
+        trace) finishes. ``root``: the trace's root span."""
+        for key, item in items:
             entry = self._live.get(key)
             if entry is None:
                 info = RunInfo(trace.trace_id, root.name, root.service)
                 entry = self._live[key] = (
                     (trace.number, self._created),
-                    _Run(info, self._settings),
+                    _Run(info, self.settings),
                 )
                 self._created += 1
             entry[1].feed(item)
@@ -158,7 +176,6 @@ class _Run:
         "_in_loops",
         "_info",
         "_replayer",
-        "_spent",
         "_total",
         "aborted_at",
         "steps",
@@ -170,15 +187,15 @@ class _Run:
         self.steps: list[Step] = []
         self.aborted_at: int | None = None
         self._calls = 0
-        self._spent = self._in_loops = self._total = NOTHING_SPENT
+        self._in_loops = self._total = NOTHING_SPENT
         self._at_stop: Usage | None = None
+        """What the run had spent when it stopped (``None``: it did not)."""
 
     def feed(self, item: RecordedCall | Compaction | Spent) -> None:
         stopped = self.aborted_at is not None
         if isinstance(item, Spent):
             self._total = self._total.plus(item.usage)
             if not stopped:
-                self._spent = self._spent.plus(item.usage)
                 self._replayer.feed(item)
             return
         if isinstance(item, Compaction):
@@ -196,7 +213,7 @@ class _Run:
         if verdict.level != "ok" or verdict.blocked:
             self.steps.append(Step(number, item.call.tool, verdict))
             if verdict.aborted:
-                self.aborted_at, self._at_stop = number, self._spent
+                self.aborted_at, self._at_stop = number, self._total
                 return
         # The post-compaction guard fires as a call completes: shown on that call, whose span
         # carries it; the run stops after it (observe-only: it would have).
@@ -204,7 +221,7 @@ class _Run:
         if fired is not None:
             self.steps.append(Step(number, item.call.tool, fired))
             if fired.aborted:
-                self.aborted_at, self._at_stop = number, self._spent
+                self.aborted_at, self._at_stop = number, self._total
 
     def outcome(self) -> Outcome:
         saved = None if self._at_stop is None else self._total.since(self._at_stop)

@@ -10,29 +10,22 @@ import socket
 import sys
 from collections.abc import Sequence
 from importlib import metadata
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import urlsplit
 
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import (
-    InMemoryMetricReader,
-    MetricExporter,
-    MetricReader,
-    PeriodicExportingMetricReader,
-)
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from ..config.loading import ConfigError, load_config
-from ..guard import LoopGuard
 from ..otel.otlp_file import OtlpFileError, OtlpJsonFileExporter
-from ..processor import LoopGuardSpanProcessor
-from ..testing import detection_counts
 from . import replay, validate
 from .demo import DEMO_CONFIG, SCENARIOS, run_scenario
-from .report import render
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader, MetricReader
+
+# What only the demo uses (the metrics SDK, its report) is imported when the demo runs: every
+# command pays for the imports made here, and replay's run is often short.
 
 __all__ = ["main"]
 
@@ -161,6 +154,8 @@ class _Otlp(NamedTuple):
 
     def metric_reader(self) -> MetricReader:
         """The demo's counters over OTLP too (exported at shutdown), for the Collector's alerts."""
+        from opentelemetry.sdk.metrics.export import MetricExporter, PeriodicExportingMetricReader
+
         exporter: MetricExporter
         if self.protocol == "grpc":
             from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (
@@ -221,6 +216,17 @@ def _otlp(endpoint: str | None, protocol: str | None) -> _Otlp | None:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from ..guard import LoopGuard
+    from ..processor import LoopGuardSpanProcessor
+    from .report import render
+
     config = load_config(args.config) if args.config else load_config(DEMO_CONFIG)
     otlp = _otlp(args.otlp_endpoint, args.otlp_protocol)
     network = otlp.span_exporter() if otlp is not None else None
@@ -289,6 +295,8 @@ def _loops(spans: Sequence[ReadableSpan]) -> dict[int, tuple[int, float]]:
 
 
 def _detections(reader: InMemoryMetricReader) -> dict[str, int]:
+    from ..testing import detection_counts
+
     totals: dict[str, int] = {}
     for (detector, _, action, _), count in detection_counts(reader).items():
         key = f"detector={detector}, action={action}"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from ..config.loading import ConfigSource, load_config
 from ..config.settings import Settings, resolve
@@ -16,6 +17,11 @@ from .records import UNRECORDED
 from .state import ScopeState
 from .usage import Usage
 from .verdict import Verdict
+
+if TYPE_CHECKING:
+    from ..config.settings import ResolvedConfig
+    from .records import ProposedCall
+    from .state import Decision
 
 __all__ = [
     "COMPACTION",
@@ -124,44 +130,72 @@ class Replayer:
 
     def feed(self, item: Item) -> list[Replayed]:
         """What ``item`` gives: one :class:`Replayed` per call in it (none for the others)."""
-        settings, state = self._settings, self._state
+        state = self._state
         if isinstance(item, Compaction):
             state.arm_compaction()
             return []
         if isinstance(item, Spent):
             # A budget's abort is the scope's flag: the next call gets it.
             state.spend(
-                item.usage, item.model, item.started, item.ended, settings.for_agent(item.agent)
+                item.usage,
+                item.model,
+                item.started,
+                item.ended,
+                self._settings.for_agent(item.agent),
             )
             return []
-        batch = item.calls if isinstance(item, Batch) else (item,)
+        if isinstance(item, Call):
+            return [self._call(item)]
+        return self._batch(item.calls)
+
+    def _call(self, call: Call) -> Replayed:
+        span = self._calls
+        self._calls += 1
+        cfg = self._settings.for_agent(call.agent)
+        if not cfg.active:
+            return Replayed(Verdict(), event=False)
+        digest = digest_call(call.tool, call.args, cfg, span=f"replay-{span}")
+        decision = self._state.for_span(span, digest, cfg, call.call_id or f"replay-{span}")
+        return self._ran(span, call, digest, decision, decision.annotate, cfg)
+
+    def _batch(self, batch: tuple[Call, ...]) -> list[Replayed]:
         if not batch:
             return []
-        first = self._calls
+        state = self._state
+        spans = range(self._calls, self._calls + len(batch))
         self._calls += len(batch)
-        cfg = settings.for_agent(batch[0].agent)
+        cfg = self._settings.for_agent(batch[0].agent)
         if not cfg.active:
             return [Replayed(Verdict(), event=False) for _ in batch]
         proposed = [
-            digest_call(call.tool, call.args, cfg, span=f"replay-{first + n}")
-            for n, call in enumerate(batch)
+            digest_call(call.tool, call.args, cfg, span=f"replay-{span}")
+            for span, call in zip(spans, batch, strict=True)
         ]
         # A batch's calls get ids, so each span takes its own call's ask.
-        ids = [call.call_id or f"replay-{first + n}" for n, call in enumerate(batch)]
-        if isinstance(item, Batch):
-            asked = state.ask_batch(list(zip(proposed, ids, strict=True)), cfg)
+        ids = [call.call_id or f"replay-{span}" for span, call in zip(spans, batch, strict=True)]
+        asked = state.ask_batch(list(zip(proposed, ids, strict=True)), cfg)
         replayed: list[Replayed] = []
-        for index, (call, digest) in enumerate(zip(batch, proposed, strict=True)):
-            span = first + index
+        for index, (span, call, digest) in enumerate(zip(spans, batch, proposed, strict=True)):
             decision = state.for_span(span, digest, cfg, ids[index])
-            event = asked[index].annotate if isinstance(item, Batch) else decision.annotate
-            # A blocked call did not run: its veto record keeps the outcome it continued.
-            outcome = digest_outcome(
-                digest, call.result, call.error, cfg, decision.verdict.message or None
-            )
-            fired = state.end_span(span, outcome, cfg)
-            if fired is not None and cfg.observe_only:
-                fired = replace(fired, action="warn")
-            burned = decision.burned if event else None
-            replayed.append(Replayed(decision.verdict, event, completed=fired, burned=burned))
+            replayed.append(self._ran(span, call, digest, decision, asked[index].annotate, cfg))
         return replayed
+
+    def _ran(
+        self,
+        span: int,
+        call: Call,
+        digest: ProposedCall,
+        decision: Decision,
+        event: bool,
+        cfg: ResolvedConfig,
+    ) -> Replayed:
+        """The call's span ends: its outcome recorded, and what that fired."""
+        # A blocked call did not run: its veto record keeps the outcome it continued.
+        outcome = digest_outcome(
+            digest, call.result, call.error, cfg, decision.verdict.message or None
+        )
+        fired = self._state.end_span(span, outcome, cfg)
+        if fired is not None and cfg.observe_only:
+            fired = replace(fired, action="warn")
+        burned = decision.burned if event else None
+        return Replayed(decision.verdict, event, completed=fired, burned=burned)

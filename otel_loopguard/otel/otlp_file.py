@@ -19,11 +19,8 @@ import os
 import threading
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import IO, Any, cast
+from typing import IO, TYPE_CHECKING, Any, cast
 
-from google.protobuf import json_format
-from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
@@ -34,6 +31,13 @@ from .otlp_spans import (
     spans_from_json,
     spans_from_proto,
 )
+
+if TYPE_CHECKING:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+# protobuf's modules are imported where they are used: replaying OTLP/JSON never loads them.
 
 __all__ = [
     "MAX_LINE_BYTES",
@@ -65,6 +69,8 @@ class OtlpFileError(ValueError):
 
 def request_to_json(request: ExportTraceServiceRequest) -> dict[str, Any]:
     """A request in OTLP/JSON: protobuf's JSON mapping, with ids as hex as OTLP requires."""
+    from google.protobuf import json_format
+
     data: dict[str, Any] = json_format.MessageToDict(request, use_integers_for_enums=True)
     for span in _spans_of(data):
         _ids(span, base64.b64decode, bytes.hex)
@@ -95,6 +101,8 @@ class OtlpJsonFileExporter(SpanExporter):
         self._lock = threading.Lock()  # guards writes to the file: one line at a time
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
         line = json.dumps(request_to_json(encode_spans(spans)), separators=(",", ":"))
         with self._lock:
             if self._file.closed:
@@ -392,6 +400,10 @@ def _length_prefixed(name: str, head: bytes, source: _Source) -> Iterator[Record
 
 
 def _message(name: str, number: int, offset: int, data: bytes) -> list[RecordedSpan]:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
     request = ExportTraceServiceRequest()
     try:
         request.ParseFromString(data)

@@ -63,24 +63,30 @@ def spans_from_json(request: Mapping[str, Any]) -> list[RecordedSpan]:
             for span in _items(scope_spans.get("spans"), "spans"):
                 status = _object(span.get("status"), "status")
                 out.append(
-                    RecordedSpan(
-                        trace_id=str(span.get("traceId", "")),
-                        span_id=str(span.get("spanId", "")),
-                        parent_id=span.get("parentSpanId") or None,
-                        name=str(span.get("name", "")),
-                        start=_integer(span.get("startTimeUnixNano"), "startTimeUnixNano"),
-                        end=_integer(span.get("endTimeUnixNano"), "endTimeUnixNano"),
-                        attributes=_attributes(span.get("attributes")),
-                        status_error=_status_code(status.get("code")) == _STATUS_ERROR,
-                        status_message=status.get("message") or None,
-                        events=tuple(
-                            RecordedEvent(str(e.get("name", "")), _attributes(e.get("attributes")))
-                            for e in _items(span.get("events"), "events")
-                        ),
-                        service=service,
+                    RecordedSpan(  # positional: a span's eleven fields by keyword cost far more
+                        str(span.get("traceId", "")),
+                        str(span.get("spanId", "")),
+                        span.get("parentSpanId") or None,
+                        str(span.get("name", "")),
+                        _integer(span.get("startTimeUnixNano"), "startTimeUnixNano"),
+                        _integer(span.get("endTimeUnixNano"), "endTimeUnixNano"),
+                        _attributes(span.get("attributes")),
+                        _status_code(status.get("code")) == _STATUS_ERROR,
+                        status.get("message") or None,
+                        _events(span.get("events")),
+                        service,
                     )
                 )
     return out
+
+
+def _events(value: object) -> tuple[RecordedEvent, ...]:
+    if not value:  # the usual span: none
+        return ()
+    return tuple(
+        RecordedEvent(str(event.get("name", "")), _attributes(event.get("attributes")))
+        for event in _items(value, "events")
+    )
 
 
 def _items(value: object, field: str) -> list[dict[str, Any]]:
@@ -100,15 +106,14 @@ def _object(value: object, field: str) -> dict[str, Any]:
     return value
 
 
-def _integer(value: object, field: str) -> int:
+def _integer(value: Any, field: str) -> int:
+    """A number, or its text (OTLP/JSON writes 64-bit integers as text)."""
     if not value:
         return 0
-    if isinstance(value, int | str | float):
-        try:
-            return int(value)
-        except (ValueError, OverflowError):
-            pass
-    raise MalformedRequest(f"'{field}' is not an integer")
+    try:
+        return int(value)  # what it refuses (a list, an object, NaN) is malformed
+    except (TypeError, ValueError, OverflowError):
+        raise MalformedRequest(f"'{field}' is not an integer") from None
 
 
 def _status_code(code: object) -> int:
@@ -178,24 +183,27 @@ def spans_from_proto(request: Any) -> list[RecordedSpan]:
             for span in scope_spans.spans:
                 status = span.status
                 out.append(
-                    RecordedSpan(
-                        trace_id=span.trace_id.hex(),
-                        span_id=span.span_id.hex(),
-                        parent_id=span.parent_span_id.hex() or None,
-                        name=span.name,
-                        start=span.start_time_unix_nano,
-                        end=span.end_time_unix_nano,
-                        attributes=_proto_attributes(span.attributes),
-                        status_error=status.code == _STATUS_ERROR,
-                        status_message=status.message or None,
-                        events=tuple(
-                            RecordedEvent(event.name, _proto_attributes(event.attributes))
-                            for event in span.events
-                        ),
-                        service=service,
+                    RecordedSpan(  # positional, as in spans_from_json
+                        span.trace_id.hex(),
+                        span.span_id.hex(),
+                        span.parent_span_id.hex() or None,
+                        span.name,
+                        span.start_time_unix_nano,
+                        span.end_time_unix_nano,
+                        _proto_attributes(span.attributes),
+                        status.code == _STATUS_ERROR,
+                        status.message or None,
+                        _proto_events(span.events),
+                        service,
                     )
                 )
     return out
+
+
+def _proto_events(events: Any) -> tuple[RecordedEvent, ...]:
+    if not events:  # the usual span: none
+        return ()
+    return tuple(RecordedEvent(event.name, _proto_attributes(event.attributes)) for event in events)
 
 
 def _proto_attributes(items: Any) -> dict[str, Any]:

@@ -9,8 +9,9 @@ completed) did not run: its span holds no result of the tool, so it is replayed 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..config.settings import GlobalSettings
 from ..engine.replay import COMPACTION, UNRECORDED, Call, Compaction, Spent
@@ -71,95 +72,132 @@ def trace_items(
 ) -> list[tuple[str, RecordedCall | Compaction | Spent]]:
     """One trace's calls, compactions and model calls with the run each belongs to, in the
     order the processor would have seen them (``by_id``: the trace's spans by span id)."""
+    trace = _Trace(by_id, settings)
     placed: list[tuple[int, int, str, RecordedCall | Compaction | Spent]] = []
     for order, span in enumerate(by_id.values()):
-        item = _item(span, by_id, settings)
+        item = trace.item(span)
         if item is None:
             continue
-        key = _scope(span, by_id, settings) or f"trace:{span.trace_id}"
+        key = trace.scope(span) or f"trace:{span.trace_id}"
         when = span.start if isinstance(item, RecordedCall) else span.end
         placed.append((when, order, key, item))
     placed.sort(key=lambda p: (p[0], p[1]))
     return [(key, item) for _, _, key, item in placed]
 
 
-def _item(
-    span: RecordedSpan, by_id: Mapping[str, RecordedSpan], settings: GlobalSettings
-) -> RecordedCall | Compaction | Spent | None:
-    attributes = span.attributes
-    if conventions.is_compaction(attributes, span.name, settings):
-        return COMPACTION
-    if conventions.is_inference_span(attributes):
-        found = conventions.usage_of(attributes, dict(settings.prices))
-        if found is None:
-            return None
-        usage, model = found
-        return Spent(usage, model, span.start / 1e9, span.end / 1e9, _agent(span, by_id))
-    if not conventions.is_tool_span(attributes, span.name, settings):
-        return None
-    view = conventions.read_call(attributes, span.name)
-    if view is None:
-        return None
-    # The post-compaction guard marks a call blocked as it completes: that one did run.
-    blocked = (
-        attributes.get("loopguard.blocked") is True
-        and attributes.get("loopguard.detector") != COMPACTION_DETECTOR
-    )
-    result: object = None
-    error: str | None = None
-    # An abort marks its span failed with the detector as error.type: not the tool's error.
-    ours = attributes.get("error.type") == attributes.get("loopguard.detector") is not None
-    if not blocked:
-        result = conventions.result_of(attributes)
-        if result is None:
-            result = conventions.result_in_events(span.events)
-        if not ours:
-            error = conventions.error_of(
-                attributes, span.status_error, span.status_message, span.events
+class _Trace:
+    """One trace's spans read as calls, with each span's agent and scope (found once a span)."""
+
+    __slots__ = ("_agents", "_prices", "_scopes", "_settings")
+
+    def __init__(self, by_id: Mapping[str, RecordedSpan], settings: GlobalSettings) -> None:
+        self._settings = settings
+        self._prices = dict(settings.prices)
+        self._agents = _Nearest(by_id, conventions.agent_of)
+        self._scopes = (
+            None
+            if settings.scope == "trace"
+            else _Nearest(
+                by_id, lambda attributes: conventions.scope_value(attributes, settings.scope)
             )
-    action = attributes.get("loopguard.action")
-    arguments = view.arguments
-    if not view.has_arguments:
-        arguments = conventions.arguments_in_events(span.events)
-        arguments = UNRECORDED if arguments is None else arguments
-    call = Call(
-        tool=view.tool,
-        args=arguments,
-        result=result,
-        error=error,
-        agent=_agent(span, by_id),
-        call_id=view.call_id,
-    )
-    return RecordedCall(call, span.name, action if isinstance(action, str) else None)
+        )
+
+    def scope(self, span: RecordedSpan) -> str | None:
+        return None if self._scopes is None else self._scopes.of(span)
+
+    def item(self, span: RecordedSpan) -> RecordedCall | Compaction | Spent | None:
+        attributes, settings = span.attributes, self._settings
+        if conventions.is_compaction(attributes, span.name, settings):
+            return COMPACTION
+        if conventions.is_inference_span(attributes):
+            found = conventions.usage_of(attributes, self._prices)
+            if found is None:
+                return None
+            usage, model = found
+            return Spent(usage, model, span.start / 1e9, span.end / 1e9, self._agents.of(span))
+        if not conventions.is_tool_span(attributes, span.name, settings):
+            return None
+        view = conventions.read_call(attributes, span.name)
+        if view is None:
+            return None
+        # The post-compaction guard marks a call blocked as it completes: that one did run.
+        blocked = (
+            attributes.get("loopguard.blocked") is True
+            and attributes.get("loopguard.detector") != COMPACTION_DETECTOR
+        )
+        result: object = None
+        error: str | None = None
+        # An abort marks its span failed with the detector as error.type: not the tool's error.
+        ours = attributes.get("error.type") == attributes.get("loopguard.detector") is not None
+        if not blocked:
+            result = conventions.result_of(attributes)
+            if result is None:
+                result = conventions.result_in_events(span.events)
+            if not ours:
+                error = conventions.error_of(
+                    attributes, span.status_error, span.status_message, span.events
+                )
+        action = attributes.get("loopguard.action")
+        arguments = view.arguments
+        if not view.has_arguments:
+            arguments = conventions.arguments_in_events(span.events)
+            arguments = UNRECORDED if arguments is None else arguments
+        call = Call(
+            tool=view.tool,
+            args=arguments,
+            result=result,
+            error=error,
+            agent=self._agents.of(span),
+            call_id=view.call_id,
+        )
+        return RecordedCall(call, span.name, action if isinstance(action, str) else None)
 
 
-def _ancestry(span: RecordedSpan, by_id: Mapping[str, RecordedSpan]) -> Iterable[RecordedSpan]:
-    current: RecordedSpan | None = span
-    for _ in range(_MAX_ANCESTORS):
-        if current is None:
-            return
-        yield current
-        current = by_id.get(current.parent_id) if current.parent_id else None
+class _Nearest:
+    """What ``read`` gives for a span's nearest ancestor (the span itself first) where it gives
+    anything, looking at most :data:`_MAX_ANCESTORS` spans up.
 
+    Each span's answer is kept, so a trace's ancestry is walked about once, not once per span:
+    a walk stops at the first span already answered. What is kept is the value and how far up
+    it is (``None``: none within the bound), so an answer reached through another span is the
+    one a walk of its own would give, cycles and chains past the bound included.
+    """
 
-def _agent(span: RecordedSpan, by_id: Mapping[str, RecordedSpan]) -> str | None:
-    for ancestor in _ancestry(span, by_id):
-        agent = conventions.agent_of(ancestor.attributes)
-        if agent is not None:
-            return agent
-    return None
+    __slots__ = ("_by_id", "_known", "_read")
 
+    def __init__(
+        self, by_id: Mapping[str, RecordedSpan], read: Callable[[Mapping[str, Any]], str | None]
+    ) -> None:
+        self._by_id, self._read = by_id, read
+        self._known: dict[str, tuple[str, int] | None] = {}
 
-def _scope(
-    span: RecordedSpan, by_id: Mapping[str, RecordedSpan], settings: GlobalSettings
-) -> str | None:
-    if settings.scope == "trace":
-        return None
-    for ancestor in _ancestry(span, by_id):
-        value = conventions.scope_value(ancestor.attributes, settings.scope)
-        if value is not None:
-            return value
-    return None
+    def of(self, span: RecordedSpan) -> str | None:
+        found = self._found(span)
+        return found[0] if found is not None and found[1] < _MAX_ANCESTORS else None
+
+    def _found(self, span: RecordedSpan) -> tuple[str, int] | None:
+        known = self._known
+        path: list[str] = []  # the spans walked, none with a value nor answered
+        current: RecordedSpan | None = span
+        while current is not None and len(path) < _MAX_ANCESTORS:
+            if current.span_id in known:
+                found = known[current.span_id]
+                break
+            value = self._read(current.attributes)
+            if value is not None:
+                found = known[current.span_id] = (value, 0)
+                break
+            path.append(current.span_id)
+            current = self._by_id.get(current.parent_id) if current.parent_id else None
+        else:
+            if current is not None:  # the bound reached: only the first span's answer is known
+                known[span.span_id] = None
+                return None
+            found = None  # the ancestry ends: none of these spans has a value
+        # The spans walked, nearest to the value last: each is one span further from it.
+        for steps, span_id in enumerate(reversed(path), 1):
+            known[span_id] = None if found is None else (found[0], found[1] + steps)
+        return known[span.span_id]
 
 
 def root_of(by_id: Mapping[str, RecordedSpan]) -> RecordedSpan:
