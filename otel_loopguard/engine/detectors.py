@@ -231,25 +231,35 @@ def _may_fire(
     # (warning < critical < breaker after normalisation, and a streak never exceeds the count).
     if counts is None or counts.get(fp, 0) >= cfg.warning_threshold:
         return True
-    # A ping-pong's tail alternates, so the record before the newest is the proposed call.
-    if (
-        cfg.ping_pong
-        and len(history) >= 2
-        and history[-2].args_fp == fp
-        and history[-1].args_fp != fp
-    ):
-        return True
-    # An unknown-tool tail, a terminal-failure run and argument churn all end with this tool's
-    # newest completed call; churn also needs the call a few times. A call that ended with no
-    # result is passed over, as churn and a failure run pass over it.
+    # A ping-pong's tail alternates, so the record before the newest is the proposed call; to
+    # warn, the tail holds `warning - 1` records, half of them (rounded down) the proposed
+    # call's and the rest the newest one's.
+    if cfg.ping_pong and len(history) >= 2 and history[-2].args_fp == fp:
+        last = history[-1].args_fp
+        if (
+            last != fp
+            and counts.get(fp, 0) >= (cfg.warning_threshold - 1) // 2
+            and counts.get(last, 0) >= cfg.warning_threshold // 2
+        ):
+            return True
+    # An unknown-tool tail, a terminal-failure run (`exec` only) and argument churn all end
+    # with this tool's newest completed call; churn also needs the call a few times. A call
+    # that ended with no result is passed over, as churn and a failure run pass over it. A
+    # blocked call is passed over by churn and a failure run too, and ends an unknown-tool
+    # tail unless it carries on the unknown tool it vetoed.
+    unknown_tail = True
     for record in reversed(history):
-        if record.outcome not in _NO_OUTCOME:
-            return record.tool == call.tool and (
-                record.unknown_tool is not None
-                or record.failure_fp is not None
-                or record.outcome == "veto"
-                or (record.no_progress and counts.get(fp, 0) >= MIN_STABLE_CALLS_PER_VARIANT)
+        if record.outcome in _NO_OUTCOME:
+            continue
+        if record.tool != call.tool:
+            return False
+        if unknown_tail and record.unknown_tool is not None:
+            return True
+        if record.outcome != "veto":
+            return (record.failure_fp is not None and call.tool == "exec") or (
+                record.no_progress and counts.get(fp, 0) >= MIN_STABLE_CALLS_PER_VARIANT
             )
+        unknown_tail = False
     return False
 
 

@@ -145,11 +145,10 @@ class ScopeState:
         if self.abort is not None:
             return [self._aborted() for _ in calls]
         projected = list(self.history)
+        # The projected window's counts, which let most calls skip the detectors' walks.
+        counts = dict(self.counts)
         found: list[Decision | None] = []
         for earlier, (call, _) in enumerate(calls):
-            # The first call is judged on the window itself, whose counts let most calls skip
-            # the detectors' walks.
-            counts = self.counts if earlier == 0 else None
             finding = evaluate(projected, call, cfg, counts, pending=earlier)
             if cfg.budget is not None:
                 finding = spending.within_budget(self, finding, cfg, call.tool)
@@ -173,6 +172,7 @@ class ScopeState:
                     )
                 )
             projected.append(CallRecord(tool=call.tool, args_fp=call.args_fp, outcome="veto"))
+            counts[call.args_fp] = counts.get(call.args_fp, 0) + 1
         decisions: list[Decision] = []
         for (call, call_id), judged in zip(calls, found, strict=True):
             record = CallRecord(tool=call.tool, args_fp=call.args_fp, call_id=call_id)
