@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from itertools import islice
 from typing import NamedTuple
 
 from ..config.settings import ResolvedConfig
@@ -37,10 +36,10 @@ class Finding:
     signature: tuple[object, ...]
 
 
-def window(history: Sequence[CallRecord], size: int) -> list[CallRecord]:
-    """The newest ``size`` records, oldest first."""
-    start = max(0, len(history) - size)
-    return list(islice(history, start, None))
+def window(history: Sequence[CallRecord], size: int) -> Sequence[CallRecord]:
+    """The newest ``size`` records, oldest first: ``history`` itself when it holds no more
+    (the detectors only read it)."""
+    return history if len(history) <= size else history[-size:]
 
 
 MIN_STABLE_CALLS_PER_VARIANT = 3
