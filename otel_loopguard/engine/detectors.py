@@ -178,12 +178,12 @@ def ping_pong_tail(
 
     *last* is the newest record, *other* the newest earlier record with different arguments; the
     tail alternates last, other, last, ... The proposed call must be *other*, else length is 0.
+    A tail of two or more starts with last and other, so *other* is the record before *last*.
     """
     if len(records) < 2:
         return 0, None, False
-    last = records[-1]
-    other = next((r for r in reversed(records) if r.args_fp != last.args_fp), None)
-    if other is None or other.args_fp != args_fp:
+    last, other = records[-1], records[-2]
+    if other.args_fp != args_fp or last.args_fp == args_fp:
         return 0, None, False
     sides = (last.args_fp, other.args_fp)
     results: dict[int, set[int | None]] = {last.args_fp: set(), other.args_fp: set()}
@@ -193,8 +193,6 @@ def ping_pong_tail(
             break
         results[record.args_fp].add(record.result_fp)
         tail += 1
-    if tail < 2:
-        return 0, None, False
     stable = all(len(fps) == 1 and None not in fps for fps in results.values())
     return tail, last, stable
 
