@@ -158,9 +158,12 @@ class ScopeState:
         """
         if self.abort is not None:
             return [self._aborted() for _ in calls]
-        projected = list(self.history)
-        # The projected window's counts, which let most calls skip the detectors' walks.
-        counts = dict(self.counts)
+        # The window the calls are judged on, and its counts (which let most calls skip the
+        # detectors' walks): copies, as the calls before each are projected into them; a call
+        # alone is judged on the window itself.
+        projected, counts = self.history, self.counts
+        if len(calls) > 1:
+            projected, counts = list(projected), dict(counts)
         decisions: list[Decision] = []
         for earlier, (call, call_id) in enumerate(calls):
             finding = evaluate(projected, call, cfg, counts, pending=earlier)
@@ -187,8 +190,9 @@ class ScopeState:
                         **spending.costs(self, start, annotate),
                     )
                 )
-            projected.append(CallRecord(tool=call.tool, args_fp=call.args_fp, outcome="veto"))
-            counts[call.args_fp] = counts.get(call.args_fp, 0) + 1
+            if earlier + 1 < len(calls):  # the calls after this one are judged with it blocked
+                projected.append(CallRecord(tool=call.tool, args_fp=call.args_fp, outcome="veto"))
+                counts[call.args_fp] = counts.get(call.args_fp, 0) + 1
         for (call, call_id), decision in zip(calls, decisions, strict=True):
             assert decision.record is not None
             self._append(decision.record)
