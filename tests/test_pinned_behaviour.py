@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -19,6 +20,7 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 from otel_loopguard import LoopGuard
 from otel_loopguard.config.loading import load_config
 from otel_loopguard.config.settings import resolve
+from otel_loopguard.engine import detectors
 from otel_loopguard.engine.detectors import evaluate
 from otel_loopguard.engine.digests import digest_call, digest_outcome
 from otel_loopguard.engine.replay import COMPACTION, Call, replay
@@ -242,8 +244,13 @@ def test_warnings_are_annotated_each_time_count_over_threshold_grows_per_call() 
 
 # -- the detector prefilter never changes a verdict --------------------------------------------
 
-_TOOLS = st.sampled_from(["read_file", "command_status", "process", "call_tool"])
+_TOOLS = st.sampled_from(["read_file", "command_status", "process", "call_tool", "exec"])
 _ARGS = st.sampled_from([{"path": "a"}, {"path": "b"}, {"action": "poll", "id": 1}, None])
+_FAILED = {
+    "content": [{"type": "text", "text": "build failed"}],
+    "details": {"status": "failed", "exitCode": 2, "aggregated": "error: linker failed"},
+}
+"""An ``exec`` result that failed terminally (a failure identity, for the failure run)."""
 _OUTCOMES = st.sampled_from(
     [
         ("same", None),
@@ -252,6 +259,7 @@ _OUTCOMES = st.sampled_from(
         (None, "Unknown tool: ghost"),
         (None, "Unknown tool: phantom"),
         (None, "timeout"),
+        (_FAILED, None),
     ]
 )
 _CONFIGS = st.fixed_dictionaries(
@@ -280,7 +288,7 @@ _CONFIGS = st.fixed_dictionaries(
     calls=st.lists(st.tuples(_TOOLS, _ARGS, _OUTCOMES), min_size=1, max_size=40),
 )
 def test_the_prefilter_counts_never_change_a_verdict(
-    config: dict[str, Any], calls: list[tuple[str, object, tuple[str | None, str | None]]]
+    config: dict[str, Any], calls: list[tuple[str, object, tuple[object, str | None]]]
 ) -> None:
     cfg = resolve(load_config(config)).for_agent(None)
     state = ScopeState(cfg.history_size)
@@ -291,3 +299,35 @@ def test_the_prefilter_counts_never_change_a_verdict(
         )
         state.for_span(index, proposed, cfg, None)
         state.end_span(index, digest_outcome(proposed, result, error, cfg), cfg)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    config=_CONFIGS,
+    batches=st.lists(
+        st.lists(st.tuples(_TOOLS, _ARGS, _OUTCOMES), min_size=1, max_size=4),
+        min_size=1,
+        max_size=15,
+    ),
+)
+def test_the_prefilter_never_changes_a_batch_verdict(
+    config: dict[str, Any], batches: list[list[tuple[str, object, tuple[object, str | None]]]]
+) -> None:
+    # A batch's later calls are judged on the projected window, with its projected counts.
+    cfg = resolve(load_config(config)).for_agent(None)
+    filtered, unfiltered = ScopeState(cfg.history_size), ScopeState(cfg.history_size)
+    span = 0
+    for batch in batches:
+        calls = [
+            (digest_call(tool, args, cfg), f"call-{span + n}")
+            for n, (tool, args, _) in enumerate(batch)
+        ]
+        decisions = filtered.ask_batch(calls, cfg)
+        with mock.patch.object(detectors, "_may_fire", return_value=True):
+            assert unfiltered.ask_batch(calls, cfg) == decisions
+        for (proposed, call_id), (_, _, (result, error)) in zip(calls, batch, strict=True):
+            outcome = digest_outcome(proposed, result, error, cfg)
+            for state in (filtered, unfiltered):
+                state.for_span(span, proposed, cfg, call_id)
+                state.end_span(span, outcome, cfg)
+            span += 1

@@ -7,8 +7,6 @@ cost of a call does not grow with the length of the trace.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from itertools import islice
 from typing import NamedTuple
 
 from ..config.settings import ResolvedConfig
@@ -29,18 +27,18 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """A detector's verdict plus the signature that warnings are de-duplicated by."""
+class Finding(NamedTuple):
+    """A detector's verdict plus the signature that warnings are de-duplicated by (immutable;
+    a named tuple, made per detection, for a third of a frozen dataclass's cost)."""
 
     verdict: Verdict
     signature: tuple[object, ...]
 
 
-def window(history: Sequence[CallRecord], size: int) -> list[CallRecord]:
-    """The newest ``size`` records, oldest first."""
-    start = max(0, len(history) - size)
-    return list(islice(history, start, None))
+def window(history: Sequence[CallRecord], size: int) -> Sequence[CallRecord]:
+    """The newest ``size`` records, oldest first: ``history`` itself when it holds no more
+    (the detectors only read it)."""
+    return history if len(history) <= size else history[-size:]
 
 
 MIN_STABLE_CALLS_PER_VARIANT = 3
@@ -179,12 +177,12 @@ def ping_pong_tail(
 
     *last* is the newest record, *other* the newest earlier record with different arguments; the
     tail alternates last, other, last, ... The proposed call must be *other*, else length is 0.
+    A tail of two or more starts with last and other, so *other* is the record before *last*.
     """
     if len(records) < 2:
         return 0, None, False
-    last = records[-1]
-    other = next((r for r in reversed(records) if r.args_fp != last.args_fp), None)
-    if other is None or other.args_fp != args_fp:
+    last, other = records[-1], records[-2]
+    if other.args_fp != args_fp or last.args_fp == args_fp:
         return 0, None, False
     sides = (last.args_fp, other.args_fp)
     results: dict[int, set[int | None]] = {last.args_fp: set(), other.args_fp: set()}
@@ -194,8 +192,6 @@ def ping_pong_tail(
             break
         results[record.args_fp].add(record.result_fp)
         tail += 1
-    if tail < 2:
-        return 0, None, False
     stable = all(len(fps) == 1 and None not in fps for fps in results.values())
     return tail, last, stable
 
@@ -231,25 +227,35 @@ def _may_fire(
     # (warning < critical < breaker after normalisation, and a streak never exceeds the count).
     if counts is None or counts.get(fp, 0) >= cfg.warning_threshold:
         return True
-    # A ping-pong's tail alternates, so the record before the newest is the proposed call.
-    if (
-        cfg.ping_pong
-        and len(history) >= 2
-        and history[-2].args_fp == fp
-        and history[-1].args_fp != fp
-    ):
-        return True
-    # An unknown-tool tail, a terminal-failure run and argument churn all end with this tool's
-    # newest completed call; churn also needs the call a few times. A call that ended with no
-    # result is passed over, as churn and a failure run pass over it.
+    # A ping-pong's tail alternates, so the record before the newest is the proposed call; to
+    # warn, the tail holds `warning - 1` records, half of them (rounded down) the proposed
+    # call's and the rest the newest one's.
+    if cfg.ping_pong and len(history) >= 2 and history[-2].args_fp == fp:
+        last = history[-1].args_fp
+        if (
+            last != fp
+            and counts.get(fp, 0) >= (cfg.warning_threshold - 1) // 2
+            and counts.get(last, 0) >= cfg.warning_threshold // 2
+        ):
+            return True
+    # An unknown-tool tail, a terminal-failure run (`exec` only) and argument churn all end
+    # with this tool's newest completed call; churn also needs the call a few times. A call
+    # that ended with no result is passed over, as churn and a failure run pass over it. A
+    # blocked call is passed over by churn and a failure run too, and ends an unknown-tool
+    # tail unless it carries on the unknown tool it vetoed.
+    unknown_tail = True
     for record in reversed(history):
-        if record.outcome not in _NO_OUTCOME:
-            return record.tool == call.tool and (
-                record.unknown_tool is not None
-                or record.failure_fp is not None
-                or record.outcome == "veto"
-                or (record.no_progress and counts.get(fp, 0) >= MIN_STABLE_CALLS_PER_VARIANT)
+        if record.outcome in _NO_OUTCOME:
+            continue
+        if record.tool != call.tool:
+            return False
+        if unknown_tail and record.unknown_tool is not None:
+            return True
+        if record.outcome != "veto":
+            return (record.failure_fp is not None and call.tool == "exec") or (
+                record.no_progress and counts.get(fp, 0) >= MIN_STABLE_CALLS_PER_VARIANT
             )
+        unknown_tail = False
     return False
 
 

@@ -54,6 +54,20 @@ class Decision(NamedTuple):
     model: str | None = None
     """The model of the scope's latest model call, when the loop cost anything."""
 
+    def adopted(self, annotate: bool = False) -> Decision:
+        """This decision as a later evaluation point adopts it: not ``new``, annotated as
+        ``annotate`` says (made field by field: a third of ``_replace``'s cost)."""
+        return Decision(
+            self.verdict,
+            annotate,
+            self.record,
+            self.intended,
+            False,
+            self.loop,
+            self.burned,
+            self.model,
+        )
+
 
 @dataclass(slots=True)
 class _Ask:
@@ -121,7 +135,7 @@ class ScopeState:
             return self._aborted()
         match = next((a for a in self.asks if call_id is not None and a.call_id == call_id), None)
         if match is not None:
-            return match.decision._replace(new=False, annotate=False)
+            return match.decision.adopted()
         decision = self._propose(call, cfg, call_id)
         self._remember_ask(call, call_id, decision, shown=shown)
         return decision
@@ -144,18 +158,21 @@ class ScopeState:
         """
         if self.abort is not None:
             return [self._aborted() for _ in calls]
-        projected = list(self.history)
-        found: list[Decision | None] = []
-        for earlier, (call, _) in enumerate(calls):
-            # The first call is judged on the window itself, whose counts let most calls skip
-            # the detectors' walks.
-            counts = self.counts if earlier == 0 else None
+        # The window the calls are judged on, and its counts (which let most calls skip the
+        # detectors' walks): copies, as the calls before each are projected into them; a call
+        # alone is judged on the window itself.
+        projected, counts = self.history, self.counts
+        if len(calls) > 1:
+            projected, counts = list(projected), dict(counts)
+        decisions: list[Decision] = []
+        for earlier, (call, call_id) in enumerate(calls):
             finding = evaluate(projected, call, cfg, counts, pending=earlier)
             if cfg.budget is not None:
                 finding = spending.within_budget(self, finding, cfg, call.tool)
             self.calls += 1
+            record = CallRecord(tool=call.tool, args_fp=call.args_fp, call_id=call_id)
             if finding is None:
-                found.append(None)
+                decisions.append(Decision(verdict=OK, annotate=False, record=record))
             else:
                 verdict, intended = escalation.decided(self, finding.verdict, cfg)
                 start = spending.loop_start(projected, finding, call) if self.usage.tokens else None
@@ -164,25 +181,22 @@ class ScopeState:
                 # De-duplicated as it is judged, as OpenClaw does: a warning of a batch that a
                 # later call blocks still counts as given.
                 annotate = escalation.should_annotate(self, finding, cfg, intended)
-                found.append(
+                decisions.append(
                     Decision(
                         verdict,
                         annotate,
-                        intended=intended,
+                        record,
+                        intended,
                         **spending.costs(self, start, annotate),
                     )
                 )
-            projected.append(CallRecord(tool=call.tool, args_fp=call.args_fp, outcome="veto"))
-        decisions: list[Decision] = []
-        for (call, call_id), judged in zip(calls, found, strict=True):
-            record = CallRecord(tool=call.tool, args_fp=call.args_fp, call_id=call_id)
-            self._append(record)
-            if judged is None:
-                decision = Decision(verdict=OK, annotate=False, record=record)
-            else:
-                decision = judged._replace(record=record)
+            if earlier + 1 < len(calls):  # the calls after this one are judged with it blocked
+                projected.append(CallRecord(tool=call.tool, args_fp=call.args_fp, outcome="veto"))
+                counts[call.args_fp] = counts.get(call.args_fp, 0) + 1
+        for (call, call_id), decision in zip(calls, decisions, strict=True):
+            assert decision.record is not None
+            self._append(decision.record)
             self._remember_ask(call, call_id, decision, shown=shown)
-            decisions.append(decision)
         return decisions
 
     def _block_batch(
@@ -202,11 +216,10 @@ class ScopeState:
                 escalation.veto(self.history, record, verdict, cfg)
                 self._append(record)
             # One detection for the batch: the first call it blocks carries the event.
-            decision = Decision(verdict=verdict, annotate=not decisions, record=record)
             if not decisions:
-                decision = decision._replace(**costs)
-            if decisions:
-                decision = decision._replace(new=False)
+                decision = Decision(verdict, annotate=True, record=record, **costs)
+            else:
+                decision = Decision(verdict, annotate=False, record=record, new=False)
             self._remember_ask(call, call_id, decision)
             decisions.append(decision)
         if verdict.aborted:
@@ -262,9 +275,7 @@ class ScopeState:
         call run, unless the ask's span showed it; a blocked ask placed its own (the call was
         not to run)."""
         asked = match.decision
-        return asked._replace(
-            new=False, annotate=asked.annotate and not (asked.verdict.blocked or match.shown)
-        )
+        return asked.adopted(asked.annotate and not (asked.verdict.blocked or match.shown))
 
     def _bind(self, span: int, decision: Decision) -> None:
         if len(self.spans) >= max(MIN_OPEN_SPANS, self.history_size):
@@ -274,7 +285,7 @@ class ScopeState:
     def _adopted(self, bound: Decision) -> Decision:
         if self.abort is not None and bound.verdict is not self.abort:
             return self._aborted()
-        return bound._replace(annotate=False, new=False)
+        return bound.adopted()
 
     def bound(self, span: int) -> Decision | None:
         """The decision already bound to a live span, if any."""
