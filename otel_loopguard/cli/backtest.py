@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from ..config.globals import GlobalSettings
 from ..config.model import LoopGuardConfig
 from ..config.settings import Settings, resolve
+from ..engine.digests import Digester
 from ..engine.replay import Compaction, Replayer, Spent
 from ..engine.usage import NOTHING_SPENT, Usage
 from ..engine.verdict import Verdict
@@ -128,10 +129,11 @@ def _collector_paused() -> Iterator[Callable[[], None]]:
 class _Runs:
     """One configuration's runs: those still being fed, and the outcomes of those finished."""
 
-    __slots__ = ("_created", "_finished", "_live", "settings")
+    __slots__ = ("_created", "_digester", "_finished", "_live", "settings")
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        self._digester = Digester()  # the runs' recent argument texts, shared
         self._live: dict[str, tuple[tuple[int, int], _Run]] = {}
         self._finished: list[tuple[tuple[int, int], Outcome]] = []
         self._created = 0
@@ -150,7 +152,7 @@ class _Runs:
                 info = RunInfo(trace.trace_id, root.name, root.service)
                 entry = self._live[key] = (
                     (trace.number, self._created),
-                    _Run(info, self.settings),
+                    _Run(info, Replayer(self.settings, self._digester)),
                 )
                 self._created += 1
             entry[1].feed(item)
@@ -181,9 +183,9 @@ class _Run:
         "steps",
     )
 
-    def __init__(self, info: RunInfo, settings: Settings) -> None:
+    def __init__(self, info: RunInfo, replayer: Replayer) -> None:
         self._info = info
-        self._replayer = Replayer(settings)
+        self._replayer = replayer
         self.steps: list[Step] = []
         self.aborted_at: int | None = None
         self._calls = 0

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from ..config.loading import ConfigSource, load_config
 from ..config.settings import Settings, resolve
-from .digests import digest_call, digest_outcome
+from .digests import Digester, digest_call, digest_outcome
 from .records import UNRECORDED
 from .state import ScopeState
 from .usage import Usage
@@ -121,12 +121,15 @@ def replay_events(
 class Replayer:
     """:func:`replay_events` one item at a time: one scope's state, fed as a stream is read."""
 
-    __slots__ = ("_calls", "_settings", "_state")
+    __slots__ = ("_calls", "_digester", "_settings", "_state")
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, digester: Digester | None = None) -> None:
         self._settings = settings
         self._state = ScopeState(settings.max_history_size)
         self._calls = 0  # each call's span id: its number in the replay
+        self._digester = digester or Digester()
+        """Remembers recent argument texts, as the span processor does (a loop repeats them);
+        replayers may share one."""
 
     def feed(self, item: Item) -> list[Replayed]:
         """What ``item`` gives: one :class:`Replayed` per call in it (none for the others)."""
@@ -154,7 +157,7 @@ class Replayer:
         cfg = self._settings.for_agent(call.agent)
         if not cfg.active:
             return Replayed(Verdict(), event=False)
-        digest = digest_call(call.tool, call.args, cfg, span=f"replay-{span}")
+        digest = self._proposed(call, cfg, span)
         decision = self._state.for_span(span, digest, cfg, call.call_id or f"replay-{span}")
         return self._ran(span, call, digest, decision, decision.annotate, cfg)
 
@@ -167,18 +170,22 @@ class Replayer:
         cfg = self._settings.for_agent(batch[0].agent)
         if not cfg.active:
             return [Replayed(Verdict(), event=False) for _ in batch]
-        proposed = [
-            digest_call(call.tool, call.args, cfg, span=f"replay-{span}")
-            for span, call in zip(spans, batch, strict=True)
-        ]
+        pairs = list(zip(spans, batch, strict=True))
+        proposed = [self._proposed(call, cfg, span) for span, call in pairs]
         # A batch's calls get ids, so each span takes its own call's ask.
-        ids = [call.call_id or f"replay-{span}" for span, call in zip(spans, batch, strict=True)]
+        ids = [call.call_id or f"replay-{span}" for span, call in pairs]
         asked = state.ask_batch(list(zip(proposed, ids, strict=True)), cfg)
         replayed: list[Replayed] = []
         for index, (span, call, digest) in enumerate(zip(spans, batch, proposed, strict=True)):
             decision = state.for_span(span, digest, cfg, ids[index])
             replayed.append(self._ran(span, call, digest, decision, asked[index].annotate, cfg))
         return replayed
+
+    def _proposed(self, call: Call, cfg: ResolvedConfig, span: int) -> ProposedCall:
+        """The call's digest: a recorded argument text through the memory of recent ones."""
+        if isinstance(call.args, str):
+            return self._digester.call(call.tool, call.args, cfg)
+        return digest_call(call.tool, call.args, cfg, span=f"replay-{span}")
 
     def _ran(
         self,
