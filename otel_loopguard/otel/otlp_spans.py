@@ -208,7 +208,7 @@ def _proto_events(events: Any) -> tuple[RecordedEvent, ...]:
 
 def _proto_attributes(items: Any) -> dict[str, Any]:
     # OTLP/JSON leaves out an empty key, so such an attribute is not read there either.
-    return {item.key: _proto_value(item.value) for item in items if item.key}
+    return {key: _proto_value(item.value) for item in items if (key := item.key)}
 
 
 def _proto_value(value: Any, depth: int = 0) -> Any:
