@@ -271,7 +271,6 @@ class Lifecycle:
             marks = self.outcomes.evaluated_call_ended(
                 span, attributes, live, live.evaluated, live.cfg, scope_key
             )
-            self._fail_run_if_aborted(marks, entry, own, fields.trace_id)
         else:
             outcome = self.outcomes.late_call(span, fields, entry, scope_key)
             if outcome is not None:
@@ -280,6 +279,7 @@ class Lifecycle:
                     nested.tool, nested.evaluated = outcome.call.tool, outcome.call
             elif conventions.is_inference_span(attributes):
                 marks = self.outcomes.spent(span, attributes, entry, scope_key)
+        if marks:  # a covered span's marks are never a signal: no abort to mark there
             self._fail_run_if_aborted(marks, entry, own, fields.trace_id)
         if own and entry is not None and entry.local_root and entry.scope is None:
             self.store.root_ended(scope_key, remote_parent=entry.parent_id is not None)
