@@ -199,10 +199,15 @@ def usage_of(
     cached = 0
     if spent_in and not _CACHED_KEYS.isdisjoint(attributes):  # most calls: no cache reads
         cached = min(_tokens(attributes, _CACHED_TOKENS) or 0, spent_in)
-    model = _first_text(attributes, _MODEL)
+    # The OTel GenAI key comes first in the look-up order: tried before the loop, as in
+    # read_call.
+    model = attributes.get("gen_ai.response.model")
+    if type(model) is not str or not 0 < len(model) <= MAX_NAME_CHARS:
+        model = _first_text(attributes, _MODEL)
     cost = attributes.get(_COST)
-    if not isinstance(cost, _NUMBERS) or isinstance(cost, bool) or not cost >= 0:
-        price = prices.get(model) if model is not None else None
+    if cost is None or not isinstance(cost, _NUMBERS) or isinstance(cost, bool) or not cost >= 0:
+        # Not set by the instrumentation (most calls): from the model's price, if known.
+        price = prices.get(model) if model is not None and prices else None
         cost = 0.0
         if price is not None:
             per_input, per_output, per_cached = price
