@@ -109,8 +109,7 @@ class LoopGuard:
         agent: str | None,
     ) -> Verdict:
         runtime = self._runtime
-        current, live = runtime.current()
-        context = current.get_span_context()
+        current, context, live = runtime.current()
         own = live if live is not None and live.span_id == context.span_id else None
         if (
             own is not None
@@ -241,8 +240,7 @@ class LoopGuard:
         self, batch: list[tuple[str, object, str | None]], scope: str | None, agent: str | None
     ) -> list[Verdict]:
         runtime = self._runtime
-        current, live = runtime.current()
-        context = current.get_span_context()
+        current, context, live = runtime.current()
         scope_key = scope_key_of(scope, live, context)
         agent = agent or (live.agent if live else None)
         if batch and not scope and live is None and not context.is_valid:
@@ -328,8 +326,7 @@ class LoopGuard:
         agent: str | None,
     ) -> None:
         runtime = self._runtime
-        current, live = runtime.current()
-        context = current.get_span_context()
+        current, context, live = runtime.current()
         scope_key = scope_key_of(scope, live, context)
         cfg = self.settings.for_agent(agent or (live.agent if live else None))
         if not cfg.active:

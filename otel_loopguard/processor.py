@@ -78,7 +78,10 @@ class LoopGuardSpanProcessor(SpanProcessor):
         forward: ReadableSpan = span
         failure = theirs = None
         try:
-            forward = self._ended(span)
+            if not self._settled_at_end(span):  # settled at its start too: it has no entry
+                ended = self._lifecycle.ended(span)
+                if ended.marks or ended.failed is not None:
+                    forward = self._annotated(span, ended)
         except Exception as exc:
             failure = exc
         if self._forward_end is not None:
@@ -111,15 +114,6 @@ class LoopGuardSpanProcessor(SpanProcessor):
             errors.report(f"downstream.{where}", theirs, ours=False)
         if ours is not None:
             errors.report(where, ours)
-
-    def _ended(self, span: ReadableSpan) -> ReadableSpan:
-        """The span to pass on: itself, or an enriched copy."""
-        if self._settled_at_end(span):  # settled at its start too: it has no entry
-            return span
-        ended = self._lifecycle.ended(span)
-        if not ended.marks and ended.failed is None:
-            return span
-        return self._annotated(span, ended)
 
     def _annotated(self, span: ReadableSpan, ended: Ended) -> ReadableSpan:
         """The span to pass on: with ``downstream``, an enriched copy when detections came too

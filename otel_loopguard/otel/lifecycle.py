@@ -266,14 +266,20 @@ class Lifecycle:
             pass  # the outer span's call: recorded at the outer span's end
         elif self._counted_inside(nested, inner, fields):
             marks = self._covered_marks(inner)
+        elif live is not None and live.evaluated is not None and live.cfg is not None:
+            # Most tool spans: evaluated while live, only the outcome is new.
+            marks = self.outcomes.evaluated_call_ended(
+                span, attributes, live, live.evaluated, live.cfg, scope_key
+            )
         else:
-            outcome = self.outcomes.call_at_end(span, fields, live, entry, scope_key)
+            outcome = self.outcomes.late_call(span, fields, entry, scope_key)
             if outcome is not None:
-                marks = self.outcomes.record(span, attributes, outcome)
-                if nested is not None and outcome.late:
+                marks = self.outcomes.late_call_ended(span, attributes, outcome)
+                if nested is not None:
                     nested.tool, nested.evaluated = outcome.call.tool, outcome.call
             elif conventions.is_inference_span(attributes):
                 marks = self.outcomes.spent(span, attributes, entry, scope_key)
+        if marks:  # a covered span's marks are never a signal: no abort to mark there
             self._fail_run_if_aborted(marks, entry, own, fields.trace_id)
         if own and entry is not None and entry.local_root and entry.scope is None:
             self.store.root_ended(scope_key, remote_parent=entry.parent_id is not None)

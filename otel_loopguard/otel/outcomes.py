@@ -50,19 +50,15 @@ def mark_of(decision: Decision, tool: str, currency: str | None = None) -> Mark 
 
 
 class Outcome(NamedTuple):
-    """A tool span's call at its end, ready to be recorded (made per tool span: a named tuple
-    is immutable and cheaper to make than a frozen dataclass)."""
+    """A tool span's call named only at its end (the third evaluation point), ready to be
+    recorded: the update that records it may run again on a shared store, so it carries all
+    it needs."""
 
     span_id: int
     scope_key: str
     cfg: ResolvedConfig
     call: ProposedCall
-    late_call_id: str | None = None
-    """Set when the call is named only now (the third evaluation point): its call id."""
-    late: bool = False
-    issued: str | None = None
-    """The message the call was given while live (a warning the model may have seen in its
-    result): taken out of the recorded result before it is digested."""
+    call_id: str | None = None
 
 
 class Outcomes:
@@ -75,24 +71,34 @@ class Outcomes:
         self.digest = runtime.digest
         self._globals = runtime.settings.globals
 
-    def call_at_end(
+    def evaluated_call_ended(
+        self,
+        span: ReadableSpan,
+        attributes: Mapping[str, Any],
+        live: LiveSpan,
+        call: ProposedCall,
+        cfg: ResolvedConfig,
+        scope_key: str,
+    ) -> Sequence[Mark]:
+        """A tool span evaluated while live ended (most tool spans): only its outcome is new.
+        The message its call was given while live (a warning the model may have seen in its
+        result) is taken out of the recorded result before it is digested."""
+        verdict = live.verdict
+        issued = verdict.message if verdict is not None and verdict.message else None
+        raw, error = _outcome_of(span, attributes)
+        result = digest_outcome(call, raw, error, cfg, issued)
+        fired = self.store.update(scope_key, ScopeState.end_span, live.span_id, result, cfg)
+        return () if fired is None else (_fired_mark(fired, call.tool, cfg),)
+
+    def late_call(
         self,
         span: ReadableSpan,
         fields: SpanFields,
-        live: LiveSpan | None,
         entry: LiveSpan | None,
         scope_key: str,
     ) -> Outcome | None:
-        """The call an ended tool span made: as evaluated while live, or named only now."""
-        if live is not None and live.evaluated is not None and live.cfg is not None:
-            verdict = live.verdict
-            return Outcome(
-                span_id=fields.span_id,
-                scope_key=scope_key,
-                cfg=live.cfg,
-                call=live.evaluated,
-                issued=verdict.message if verdict is not None and verdict.message else None,
-            )
+        """The call an ended tool span made, named only now (``None``: not a tool span, or
+        its agent's guard is off)."""
         attributes = fields.attributes
         if not conventions.is_tool_span(attributes, fields.name, self._globals):
             return None
@@ -107,55 +113,26 @@ class Outcomes:
             recorded = conventions.arguments_in_events(span.events)
             arguments = UNRECORDED if recorded is None else recorded
             call = digest_call(view.tool, arguments, cfg, span=f"{fields.span_id:016x}")
-        return Outcome(
-            span_id=fields.span_id,
-            scope_key=scope_key,
-            cfg=cfg,
-            call=call,
-            late_call_id=view.call_id,
-            late=True,
-        )
+        return Outcome(fields.span_id, scope_key, cfg, call, view.call_id)
 
-    def record(
+    def late_call_ended(
         self, span: ReadableSpan, attributes: Mapping[str, Any], outcome: Outcome
     ) -> Sequence[Mark]:
-        """Record the call's outcome; the marks of what that decided."""
-        status = span.status
-        failed = status.status_code is StatusCode.ERROR
-        # The exception event's message is read only for a failed span (the SDK and the
-        # instrumentations set status ERROR with it): reading events is not free.
-        error = (
-            conventions.error_of(attributes, failed, status.description, span.events)
-            if failed or "error.type" in attributes
-            else None
-        )
+        """Record a late call's evaluation and its outcome in one update; the marks of what
+        that decided."""
         call, cfg = outcome.call, outcome.cfg
-        raw = conventions.result_of(attributes)
-        if raw is None:
-            raw = conventions.result_in_events(span.events)
-        result = digest_outcome(call, raw, error, cfg, outcome.issued)
-        if outcome.late:
-            # The message this call is given is decided in the update (an ask it adopts, or
-            # its own evaluation): the result is digested again without it, if it may hold it.
-            redigest = _Redigest(call, raw, error, cfg) if may_carry(raw) else None
-            late, fired = self.store.update(
-                outcome.scope_key, _end_of_call, outcome, result, redigest
-            )
-        else:  # most tool spans: evaluated while live, only the outcome is new
-            late = None
-            fired = self.store.update(
-                outcome.scope_key, ScopeState.end_span, outcome.span_id, result, cfg
-            )
-        if late is None and fired is None:
-            return ()
+        raw, error = _outcome_of(span, attributes)
+        result = digest_outcome(call, raw, error, cfg)
+        # The message this call is given is decided in the update (an ask it adopts, or its
+        # own evaluation): the result is digested again without it, if it may hold it.
+        redigest = _Redigest(call, raw, error, cfg) if may_carry(raw) else None
+        late, fired = self.store.update(outcome.scope_key, _end_of_call, outcome, result, redigest)
         marks = []
         late_mark = mark_of(late, call.tool, self.runtime.currency) if late is not None else None
         if late_mark is not None:
             marks.append(late_mark)
         if fired is not None:
-            intended = fired if cfg.observe_only else None
-            shown = replace(fired, action="warn") if intended else fired
-            marks.append(Mark(shown, call.tool, intended))
+            marks.append(_fired_mark(fired, call.tool, cfg))
         return marks
 
     def spent(
@@ -181,6 +158,30 @@ class Outcomes:
         intended = fired if cfg.observe_only and fired.aborted else None
         shown = replace(fired, action="warn") if intended else fired
         return (Mark(shown, fired.tool_name or "", intended),)
+
+
+def _outcome_of(span: ReadableSpan, attributes: Mapping[str, Any]) -> tuple[object, str | None]:
+    """An ended tool span's raw result and its error message, if it failed."""
+    status = span.status
+    failed = status.status_code is StatusCode.ERROR
+    # The exception event's message is read only for a failed span (the SDK and the
+    # instrumentations set status ERROR with it): reading events is not free.
+    error = (
+        conventions.error_of(attributes, failed, status.description, span.events)
+        if failed or "error.type" in attributes
+        else None
+    )
+    raw = conventions.result_of(attributes)
+    if raw is None:
+        raw = conventions.result_in_events(span.events)
+    return raw, error
+
+
+def _fired_mark(fired: Verdict, tool: str, cfg: ResolvedConfig) -> Mark:
+    """The mark of a verdict a call's outcome fired (shown as a warning in observe-only)."""
+    intended = fired if cfg.observe_only else None
+    shown = replace(fired, action="warn") if intended else fired
+    return Mark(shown, tool, intended)
 
 
 class _Redigest:
@@ -212,9 +213,7 @@ def _end_of_call(
     bound = state.bound(outcome.span_id)
     late = None
     if bound is None:
-        bound = late = state.for_span(
-            outcome.span_id, outcome.call, outcome.cfg, outcome.late_call_id
-        )
+        bound = late = state.for_span(outcome.span_id, outcome.call, outcome.cfg, outcome.call_id)
     if redigest is not None and bound.verdict.message:
         result = redigest.without(bound.verdict.message)
     return late, state.end_span(outcome.span_id, result, outcome.cfg)

@@ -105,26 +105,27 @@ class Runtime:
             recording,
         )
 
-    def current(self) -> tuple[trace.Span, LiveSpan | None]:
-        """The current span and its live entry (its own, or the nearest tracked ancestor's)."""
+    def current(self) -> tuple[trace.Span, trace.SpanContext, LiveSpan | None]:
+        """The current span, its context, and its live entry (its own, or the nearest tracked
+        ancestor's)."""
         span = current_span()
+        context = span.get_span_context()
         # No validity test first: an invalid span's id is 0, which no entry has.
         entries = self.live.entries
-        live = entries.get(span.get_span_context().span_id)
+        live = entries.get(context.span_id)
         if live is None:
             # A span with none of our attributes at its start (a framework's tool span that
             # gets them all as it ends): its parent's entry.
             parent_id = getattr(getattr(span, "parent", None), "span_id", None)
             if type(parent_id) is int:
                 live = entries.get(parent_id)
-        return span, live
+        return span, context, live
 
     def current_scope(self) -> str:
         """The scope key of the current context: its span's, its trace's, or the default."""
-        span, live = self.current()
+        _, context, live = self.current()
         if live is not None:
             return live.scope_key
-        context = span.get_span_context()
         return trace_scope(context.trace_id) if context.is_valid else DEFAULT_SCOPE
 
     def fail_run(self, start: LiveSpan | None, trace_id: int, verdict: Verdict) -> None:
@@ -139,7 +140,7 @@ class Runtime:
 
     def config_for_current(self) -> ResolvedConfig:
         """The config of the current span's agent."""
-        _, live = self.current()
+        _, _, live = self.current()
         return self.settings.for_agent(live.agent if live else None)
 
     def tool_attributes(self, span: object) -> dict[str, Any] | None:
