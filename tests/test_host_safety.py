@@ -481,6 +481,36 @@ def test_a_processor_registered_twice_counts_each_call_once_and_says_so(
     assert len([r for r in caplog.records if "same span twice" in r.getMessage()]) == 1
 
 
+def test_two_processors_sharing_a_guard_on_one_provider_count_a_model_call_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Each with a downstream of its own, so model calls are settled at a glance and their ends
+    # are untracked: which ends were handled is the guard's, not each processor's.
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    guard = LoopGuard({"enabled": True, "budget": {"tokens": 500}})
+    for _ in range(2):
+        provider.add_span_processor(
+            LoopGuardSpanProcessor(guard, downstream=SimpleSpanProcessor(exporter))
+        )
+    tracer = provider.get_tracer("t")
+    with (
+        caplog.at_level(logging.WARNING, logger="otel_loopguard"),
+        tracer.start_as_current_span("invoke_agent planner"),
+    ):
+        for n in range(3):  # 300 tokens of 500: no warning (80 %), no abort
+            with tracer.start_as_current_span(
+                f"chat {n}", attributes={"gen_ai.operation.name": "chat"}
+            ) as span:
+                span.set_attributes(
+                    {"gen_ai.usage.input_tokens": 90, "gen_ai.usage.output_tokens": 10}
+                )
+        after = guard.check("search", {"query": "q"})
+    assert after.level == "ok"  # counted twice, 600 tokens would have aborted the run
+    assert not [e for s in exporter.get_finished_spans() for e in loop_events(s)]
+    assert len([r for r in caplog.records if "same span twice" in r.getMessage()]) == 1
+
+
 def test_an_enriched_copy_keeps_the_span_limits_and_dropped_counts() -> None:
     exporter = InMemorySpanExporter()
     provider = TracerProvider(span_limits=SpanLimits(max_span_attributes=8))

@@ -12,7 +12,6 @@ the processor is made.
 from __future__ import annotations
 
 import logging
-from collections import deque
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -45,8 +44,6 @@ class Ended(NamedTuple):
 
 NOTHING_ENDED = Ended()
 
-
-_RECENTLY_ENDED = 4096
 
 _logger = logging.getLogger("otel_loopguard")
 
@@ -96,9 +93,6 @@ class Lifecycle:
         # attributes. With one agent config, the trace as scope and a downstream processor
         # to carry late detections, nothing does.
         self._inherit = keep_ancestry or bool(settings.agents) or self._scoped_by_attribute
-        self._recently_ended: set[int] = set()
-        """Span ids whose end was handled (the newest ``_RECENTLY_ENDED``, in ``_ended_order``)."""
-        self._ended_order: deque[int] = deque()
         self._misuse = Misuse()
         glance = not self._names_matter and not self._inherit
         # A model call's span is settled at its start unless a configured rule could make it
@@ -362,15 +356,9 @@ class Lifecycle:
         return (Mark(inner.verdict, inner.evaluated.tool, signal=False, event=False),)
 
     def _ended_before(self, span_id: int) -> bool:
-        """Whether the end of this span, untracked at its start, was handled already (two
-        processors on one guard), and remember it. Bounded; a tracked span counts its starts
-        instead (``LiveSpan.starts``)."""
-        ended, order = self._recently_ended, self._ended_order
-        if span_id in ended:
+        """Whether the end of this span, untracked at its start, was handled already by a
+        processor of this guard (``LiveSpans.ended_before``); a misuse, said once."""
+        if self.live.ended_before(span_id):
             self._misuse.duplicate()
             return True
-        if len(order) >= _RECENTLY_ENDED:
-            ended.discard(order.popleft())
-        ended.add(span_id)
-        order.append(span_id)
         return False

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import weakref
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import chain, islice
@@ -26,6 +27,7 @@ _LIVE: weakref.WeakSet[LiveSpans] = weakref.WeakSet()
 """Every live-span map in this process: a forked child clears them (its parent's spans)."""
 
 MAX_LIVE_SPANS = 1 << 16
+MAX_RECENTLY_ENDED = 4096
 _EVICTION_CANDIDATES = 16
 _MAX_ROOTS = 4096
 _MAX_AGENTS_PER_TRACE = 16
@@ -115,6 +117,10 @@ class LiveSpans:
         """The open agent spans of each trace, innermost last (bounded): the run an abort marks
         when the aborted span's ancestry is not known (spans settled at a glance between it and
         its agent: a framework's step spans)."""
+        self._ended: set[int] = set()
+        self._ended_order: deque[int] = deque()
+        """Span ids whose end was handled, untracked at their start (the newest
+        ``MAX_RECENTLY_ENDED``, oldest first)."""
         _LIVE.add(self)
 
     def ref(self, span: Span, span_id: int) -> SpanRef:
@@ -229,11 +235,27 @@ class LiveSpans:
             seen += 1
         return None
 
+    def ended_before(self, span_id: int) -> bool:
+        """Whether the end of this span, untracked at its start, was handled already, and
+        remember it: shared by every processor of the guard, so two on one provider count a
+        model call or a tool span named at its end once. Bounded; a tracked span counts its
+        starts instead (``LiveSpan.starts``)."""
+        ended, order = self._ended, self._ended_order
+        if span_id in ended:
+            return True
+        if len(order) >= MAX_RECENTLY_ENDED:
+            ended.discard(order.popleft())
+        ended.add(span_id)
+        order.append(span_id)
+        return False
+
     def clear(self) -> None:
         self.entries.clear()
         self.nested.clear()
         self.roots.clear()
         self.agents.clear()
+        self._ended.clear()
+        self._ended_order.clear()
 
     def __len__(self) -> int:
         return len(self.entries)
