@@ -51,14 +51,14 @@ def digest_call(
             kind=structured.call_kind(tool, None),
             unrecorded=True,
         )
-    key, value = fp.call_key(tool, args)
+    key, value, value_fp, kwargs_fp = fp.call_keys(tool, args)
     return ProposedCall(  # positional: a named tuple is made faster so (one per new call)
         sys.intern(tool),  # tool
         key,  # args_fp
         cfg.is_poll(tool, value),  # is_poll
-        fp.value_key(tool, value, key),  # value_fp
+        value_fp,  # value_fp
         structured.call_kind(tool, value),  # kind
-        fp.kwargs_key(tool, value),  # kwargs_fp
+        kwargs_fp,  # kwargs_fp
     )
 
 
