@@ -80,6 +80,8 @@ def _bits(digest: Any) -> int:
 
 def normalise(value: object) -> Normal:
     """Parse JSON text, unwrap known instrumentation wrappers; leave anything else as it is."""
+    if type(value) is dict and _ENVELOPE_KEYS.isdisjoint(value):
+        return Normal(value)  # most arguments: nothing to parse, no envelope (see _unwrap)
     parsed = _parse(value)
     unwrapped = _unwrap(parsed.value, 0)
     if unwrapped is parsed.value:
