@@ -9,7 +9,15 @@ import sys
 
 import pytest
 
-from otel_loopguard.engine.fingerprint import call_key, error_key, result_key, result_text
+from otel_loopguard.engine.fingerprint import (
+    args_key,
+    call_key,
+    call_keys,
+    error_key,
+    normalise,
+    result_key,
+    result_text,
+)
 from otel_loopguard.engine.replay import Call, replay
 
 from .helpers import rig
@@ -206,3 +214,20 @@ def test_an_error_key_differs_from_the_key_of_a_result_of_the_same_text() -> Non
 def test_an_objects_keys_are_compared_as_text_in_text_order() -> None:
     # Keys that are not text are written as JSON writes them, and sorted as text: 10 before 9.
     assert call_key("t", {10: "a", 9: "b"})[0] == call_key("t", {"10": "a", "9": "b"})[0]
+
+
+def test_call_keys_digest_a_one_key_objects_value_as_arguments_of_their_own() -> None:
+    """The value key of ``{"path": x}`` is the key of ``x`` given alone, whatever ``x``'s
+    scalar type (a text is digested as text, not as its JSON); a bare value's is its own key;
+    ``{"kwargs": X}`` gets the key of ``X`` given alone. One normalisation serves all three."""
+    for scalar in ("a.txt", 'q"\\', "\ud800", 3, 10**30, 2.5, float("nan"), 1e-7, True):
+        key, _, value_key, kwargs_key = call_keys("read", {"path": scalar})
+        assert value_key == args_key("read", normalise(scalar)) != key
+        assert kwargs_key is None
+        bare, _, bare_value_key, _ = call_keys("read", scalar)
+        assert bare_value_key == bare == call_key("read", scalar)[0]
+    inner = {"b": [1, (2, 3)], 1: {"x"}}
+    key, _, value_key, kwargs_key = call_keys("t", {"kwargs": inner})
+    assert value_key is None
+    assert kwargs_key == args_key("t", normalise(inner)) != key
+    assert call_keys("t", {"a": 1, "b": 2})[2:] == (None, None)

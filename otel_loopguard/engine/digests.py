@@ -51,14 +51,14 @@ def digest_call(
             kind=structured.call_kind(tool, None),
             unrecorded=True,
         )
-    key, value = fp.call_key(tool, args)
+    key, value, value_fp, kwargs_fp = fp.call_keys(tool, args)
     return ProposedCall(  # positional: a named tuple is made faster so (one per new call)
         sys.intern(tool),  # tool
         key,  # args_fp
         cfg.is_poll(tool, value),  # is_poll
-        fp.value_key(tool, value, key),  # value_fp
+        value_fp,  # value_fp
         structured.call_kind(tool, value),  # kind
-        fp.kwargs_key(tool, value),  # kwargs_fp
+        kwargs_fp,  # kwargs_fp
     )
 
 
@@ -148,7 +148,7 @@ def _error(call: ProposedCall, error: str, result: object, cfg: ResolvedConfig) 
     unknown = unknown_tool_name(error, openclaw=openclaw, tool=call.tool)
     if unknown is None and not openclaw and result is not None:
         unknown = unknown_tool_name(_error_text(result), tool=call.tool)
-    return OutcomeDigest(result_fp=fp.error_key(error), unknown_tool=unknown, outcome="error")
+    return OutcomeDigest(fp.error_key(error), unknown, "error")  # positional, as in _result
 
 
 def _error_text(result: object) -> str | None:
@@ -194,13 +194,11 @@ def _read_structured(
     if reading.veto:
         return _VETO
     volatile = cfg.volatile_keys
-    return OutcomeDigest(
-        result_fp=fp.value_result_key(reading.value, volatile),
-        unknown_tool=None,
-        outcome="unchanged" if reading.no_progress else "ok",
-        failure_fp=(
-            None if reading.failure is None else fp.value_result_key(reading.failure, volatile)
-        ),
+    return OutcomeDigest(  # positional, as in _result
+        fp.value_result_key(reading.value, volatile),  # result_fp
+        None,  # unknown_tool
+        "unchanged" if reading.no_progress else "ok",  # outcome
+        None if reading.failure is None else fp.value_result_key(reading.failure, volatile),
     )
 
 

@@ -28,14 +28,13 @@ __all__ = [
     "ResultText",
     "args_key",
     "call_key",
+    "call_keys",
     "error_key",
-    "kwargs_key",
     "normalise",
     "result_key",
     "result_text",
     "text_key",
     "unrecorded_key",
-    "value_key",
     "value_result_key",
 ]
 
@@ -81,6 +80,8 @@ def _bits(digest: Any) -> int:
 
 def normalise(value: object) -> Normal:
     """Parse JSON text, unwrap known instrumentation wrappers; leave anything else as it is."""
+    if type(value) is dict and _ENVELOPE_KEYS.isdisjoint(value):
+        return Normal(value)  # most arguments: nothing to parse, no envelope (see _unwrap)
     parsed = _parse(value)
     unwrapped = _unwrap(parsed.value, 0)
     if unwrapped is parsed.value:
@@ -171,37 +172,6 @@ def _unwrap(value: object, depth: int) -> object:
             return _unwrap(inputs, depth + 1)
         return _unwrap(_parse(value["input_str"]).value, depth + 1)
     return value
-
-
-def value_key(tool: str, args: object, key: int) -> int | None:
-    """The key of a call's one argument value alone, for a bare value or a one-key object of a
-    scalar (``{"path": "a.txt"}`` and ``"a.txt"`` both): ``None`` for any other arguments.
-    ``key`` is the call's ``args_key``, which a bare value's is already.
-
-    Only asks and spans are matched by it: one instrumentation records such a call by name,
-    another by value. The call's identity (``args_key``) keeps its keys.
-    """
-    if isinstance(args, _SCALARS):
-        return key
-    if type(args) is dict and len(args) == 1:
-        (only,) = args.values()
-        if isinstance(only, _SCALARS):
-            return args_key(tool, Normal(only))
-    return None
-
-
-def kwargs_key(tool: str, args: object) -> int | None:
-    """The key of ``X`` for arguments recorded as ``{"kwargs": X}`` (OpenInference records a
-    LlamaIndex ``FunctionTool`` call so), ``None`` for any other arguments.
-
-    Only asks and spans are matched by it: an ask by name of ``X`` inside the tool is the span's
-    call. The call's identity keeps the object as recorded, as OpenClaw compares it.
-    """
-    if type(args) is dict and len(args) == 1:
-        inner = args.get("kwargs")
-        if type(inner) is dict:
-            return args_key(tool, Normal(inner))
-    return None
 
 
 def _canonical(normal: Normal, drop: frozenset[str], text: ResultText | None) -> bytes:
@@ -303,9 +273,16 @@ _NO_KEYS: frozenset[str] = frozenset()
 
 def args_key(tool: str, args: Normal) -> int:
     """The call's identity: its tool and a digest of its canonical arguments."""
-    return _key(
-        tool.encode("utf-8", "surrogatepass") + b"\0" + _canonical(args, _NO_KEYS, None), ARGS
-    )
+    return _args_key(_tool_prefix(tool), args)
+
+
+def _tool_prefix(tool: str) -> bytes:
+    """What an argument digest's data starts with: the tool's name and a separator."""
+    return tool.encode("utf-8", "surrogatepass") + b"\0"
+
+
+def _args_key(prefix: bytes, args: Normal) -> int:
+    return _key(prefix + _canonical(args, _NO_KEYS, None), ARGS)
 
 
 def unrecorded_key(tool: str, span: str) -> int:
@@ -318,6 +295,37 @@ def call_key(tool: str, args: object) -> tuple[int, object]:
     """``args_key`` of the normalised arguments, and those arguments (for poll rules)."""
     normal = normalise(args)
     return args_key(tool, normal), normal.value
+
+
+def call_keys(tool: str, args: object) -> tuple[int, object, int | None, int | None]:
+    """A call's keys, its arguments normalised once and its tool's name encoded once for all:
+
+    - ``args_key``, the call's identity;
+    - the normalised arguments (for poll rules and the outcome's reading);
+    - the key of the call's one argument value alone, for a bare value or a one-key object of a
+      scalar (``{"path": "a.txt"}`` and ``"a.txt"`` both), else ``None``: one instrumentation
+      records such a call by name, another by value (a bare value's is its identity);
+    - the key of ``X`` for arguments recorded as ``{"kwargs": X}`` (OpenInference records a
+      LlamaIndex ``FunctionTool`` call so), else ``None``: an ask by name of ``X`` inside the
+      tool is the span's call.
+
+    The last two match asks and spans only; the call's identity keeps the object as recorded,
+    as OpenClaw compares it. A plain tuple: a named tuple is made slower, once per new call.
+    """
+    normal = normalise(args)
+    value = normal.value
+    prefix = _tool_prefix(tool)
+    key = _args_key(prefix, normal)
+    if isinstance(value, _SCALARS):
+        return (key, value, key, None)
+    if type(value) is dict and len(value) == 1:
+        (only,) = value.values()
+        if isinstance(only, _SCALARS):
+            return (key, value, _args_key(prefix, Normal(only)), None)
+        inner = value.get("kwargs")
+        if type(inner) is dict:
+            return (key, value, None, _args_key(prefix, Normal(inner)))
+    return (key, value, None, None)
 
 
 def result_key(
