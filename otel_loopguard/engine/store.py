@@ -211,10 +211,8 @@ class InMemoryStore:
             return fn(state, *args, **kwargs)
 
     def abort(self, key: str, *, fresh: bool = False) -> Verdict | None:
-        """The scope's abort flag: reference reads, each atomic under the GIL (no lock)."""
-        state = self._scopes.get(key)  # as peek, read here: guard.check asks in every tool
-        if state is None:
-            state = self._untracked.get(key)
+        """The scope's abort flag: two reference reads, each atomic under the GIL (no lock)."""
+        state = self.peek(key)
         return state.abort if state is not None else None
 
     def _after_fork(self) -> None:

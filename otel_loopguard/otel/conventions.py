@@ -76,7 +76,6 @@ _CACHED_TOKENS = (
     "gen_ai.usage.cache_read_input_tokens",
     "llm.token_count.prompt_details.cache_read",
 )
-_CACHED_KEYS = frozenset(_CACHED_TOKENS)
 _MODEL = ("gen_ai.response.model", "gen_ai.request.model", "llm.model_name")
 _COST = "gen_ai.usage.cost"
 """Proposed for the GenAI conventions (not in a release yet): a call's cost, read if set."""
@@ -196,18 +195,12 @@ def usage_of(
     if spent_in is None and spent_out is None:
         return None
     spent_in, spent_out = spent_in or 0, spent_out or 0
-    cached = 0
-    if spent_in and not _CACHED_KEYS.isdisjoint(attributes):  # most calls: no cache reads
-        cached = min(_tokens(attributes, _CACHED_TOKENS) or 0, spent_in)
-    # The OTel GenAI key comes first in the look-up order: tried before the loop, as in
-    # read_call.
-    model = attributes.get("gen_ai.response.model")
-    if type(model) is not str or not 0 < len(model) <= MAX_NAME_CHARS:
-        model = _first_text(attributes, _MODEL)
+    cached = min(_tokens(attributes, _CACHED_TOKENS) or 0, spent_in) if spent_in else 0
+    model = _first_text(attributes, _MODEL)
     cost = attributes.get(_COST)
-    if cost is None or not isinstance(cost, _NUMBERS) or isinstance(cost, bool) or not cost >= 0:
+    if not isinstance(cost, _NUMBERS) or isinstance(cost, bool) or not cost >= 0:
         # Not set by the instrumentation (most calls): from the model's price, if known.
-        price = prices.get(model) if model is not None and prices else None
+        price = prices.get(model) if model is not None else None
         cost = 0.0
         if price is not None:
             per_input, per_output, per_cached = price
