@@ -6,14 +6,16 @@ import json
 from pathlib import Path
 
 import pytest
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_loopguard import LoopGuard, LoopGuardSpanProcessor, load_config
 from otel_loopguard.cli.backtest import backtest
-from otel_loopguard.otel.otlp_file import OtlpJsonFileExporter
+from otel_loopguard.otel.otlp_file import OtlpFileError, OtlpJsonFileExporter, read_spans
 
 from .helpers import tool_span
 from .otlp_receiver import OtlpReceiver
@@ -145,6 +147,44 @@ def test_a_single_protobuf_request_body_replays(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "invoke_agent app (http-body): 25 tool calls" in result.stdout
     assert "BLOCKED [generic_repeat, count 20]" in result.stdout
+
+
+def _body_whose_first_resource_is(size: int) -> bytes:
+    """An OTLP/HTTP body of one span, its first resource ``size`` bytes long (padded by a
+    resource attribute), as the SDK's protobuf encoder writes it."""
+    for pad in range(256):
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider(resource=Resource({"p": "x" * pad}))
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        provider.get_tracer("t").start_span("run").end()
+        request = encode_spans(exporter.get_finished_spans())
+        if len(request.resource_spans[0].SerializeToString()) == size:
+            body: bytes = request.SerializeToString()
+            return body
+    raise AssertionError(f"no padding makes the first resource {size} bytes")
+
+
+@pytest.mark.parametrize(("size", "start"), [(91, b"\n["), (123, b"\n{")])
+def test_a_protobuf_body_that_starts_like_json_is_read_as_protobuf(
+    tmp_path: Path, size: int, start: bytes
+) -> None:
+    # Its first byte (field 1's tag) is a newline, and the first resource's length follows:
+    # 91 and 123 are "[" and "{", so the body starts as a JSON file after a blank line can.
+    body = _body_whose_first_resource_is(size)
+    assert body.startswith(start)
+    path = tmp_path / "request.binpb"
+    path.write_bytes(body)
+    (span,) = read_spans(path)
+    assert span.name == "run"
+
+
+def test_a_broken_json_file_that_starts_like_a_protobuf_body_keeps_its_json_error(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "traces.jsonl"
+    path.write_text('\n{"resourceSpans": [\n')
+    with pytest.raises(OtlpFileError, match="invalid JSON at line 1: Expecting value"):
+        list(read_spans(path))
 
 
 def test_a_recorded_pydantic_ai_run_is_replayed(tmp_path: Path) -> None:

@@ -148,6 +148,14 @@ def read_spans(
         first = head.lstrip(_WHITESPACE)[:1]
         if first in (b"{", b"["):
             spans = _from_json(name, head, blank, source)
+            if head[:1] == _BODY_START and not skipped:
+
+                def body() -> Iterator[RecordedSpan]:
+                    raw.seek(0)
+                    again = _Source(name, _Counted(raw, total, progress), gzipped)
+                    return _from_protobuf(name, again.read(_CHUNK), again)
+
+                spans = _json_else_body(spans, body)
         elif skipped:  # a protobuf file starts with a message, not a megabyte of blanks
             raise OtlpFileError(f"{name}: neither OTLP/JSON nor OTLP protobuf traces")
         else:
@@ -159,6 +167,34 @@ def read_spans(
             raise OtlpFileError(f"{name}: no spans in it: nothing to replay")
         if progress is not None:
             progress(total, total)
+
+
+_BODY_START = b"\x0a"
+"""The first byte of a protobuf request body (field 1's tag), a newline: followed by the first
+resource's length, it reads as a blank line and ``[`` or ``{`` when that length is 91 or 123."""
+
+
+def _json_else_body(
+    spans: Iterator[RecordedSpan], body: Callable[[], Iterator[RecordedSpan]]
+) -> Iterator[RecordedSpan]:
+    """The spans of a file that starts as both JSON and a protobuf body can: read as JSON; if
+    its first request is no JSON, read again as one protobuf message (its spans, if it has any;
+    else the JSON error stands, a fault of a JSON file being the likelier)."""
+    try:
+        first = next(spans)
+    except StopIteration:
+        return
+    except OtlpFileError as not_json:
+        try:
+            read = list(body())
+        except OtlpFileError:
+            read = []
+        if not read:
+            raise not_json from None
+        yield from read
+        return
+    yield first
+    yield from spans
 
 
 class _Counted:
