@@ -9,8 +9,9 @@ every span and encodes them all to OTLP protobuf at the region's end, on the sam
 work of the ``otlp`` pipeline, without a worker thread whose share would differ between runs.
 
 ``--parts``: the tool workload with each part of ``parts.py`` left out in turn (the argument
-digests, the result digests, both; SHA-256 swapped for xxh3 where ``xxhash`` is installed), so
-the differences are what each part costs in instructions.
+digests, the result digests, both; SHA-256 swapped for xxh3 where ``xxhash`` is installed), and
+the GenAI inference workload with its model-call accounting left out, so the differences are
+what each part costs in instructions.
 
 Run: python3 benchmarks/instructions.py [--spans N] [--parts | KIND ...]   (about a minute a run)
 """
@@ -121,7 +122,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("kinds", nargs="*", help=f"default: all of {', '.join(KINDS)}")
     parser.add_argument("--spans", type=int, default=1000, help="spans in the region")
     parser.add_argument(
-        "--parts", action="store_true", help="the tool workload with each part left out in turn"
+        "--parts",
+        action="store_true",
+        help="the tool and inference workloads with each part left out in turn",
     )
     parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -131,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     if args.parts:
         if args.kinds:
-            parser.error("--parts measures the tool workload: give no workload with it")
+            parser.error("--parts measures its own workloads: give no workload with it")
         parts(args.spans)
         return
     unknown = sorted(set(args.kinds) - set(KINDS))
@@ -152,17 +155,22 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def parts(spans: int) -> None:
-    """Instructions added per tool span with each part of ``parts.py`` left out in turn."""
-    print(f"{'tool spans':<34} {'added':>10}  ratio  (per span, against the same run without)")
-    with tempfile.TemporaryDirectory() as tmp:
-        without = collected("tool", False, spans, Path(tmp) / "without.out") / spans
-        for label, left_out in taken_apart.VARIANTS.items():
-            if "xxh3" in left_out and not taken_apart.xxhash_installed():
-                print(f"{label:<34} skipped (pip install xxhash)")
-                continue
-            out = Path(tmp) / f"{'-'.join(left_out) or 'all'}.out"
-            with_ = collected("tool", True, spans, out, left_out) / spans
-            print(f"{label:<34} {with_ - without:10,.0f}  {with_ / without:5.3f}")
+    """Instructions added per tool span and per model call with each part of ``parts.py`` left
+    out in turn."""
+    for kind, variants in (
+        ("tool", taken_apart.VARIANTS),
+        ("inference-genai", taken_apart.INFERENCE_VARIANTS),
+    ):
+        print(f"{kind:<34} {'added':>10}  ratio  (per span, against the same run without)")
+        with tempfile.TemporaryDirectory() as tmp:
+            without = collected(kind, False, spans, Path(tmp) / "without.out") / spans
+            for label, left_out in variants.items():
+                if "xxh3" in left_out and not taken_apart.xxhash_installed():
+                    print(f"{label:<34} skipped (pip install xxhash)")
+                    continue
+                out = Path(tmp) / f"{'-'.join(left_out) or 'all'}.out"
+                with_ = collected(kind, True, spans, out, left_out) / spans
+                print(f"{label:<34} {with_ - without:10,.0f}  {with_ / without:5.3f}")
 
 
 if __name__ == "__main__":

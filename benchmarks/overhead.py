@@ -40,6 +40,7 @@ import json
 import logging
 import math
 import statistics
+import threading
 import time
 import tracemalloc
 from collections import Counter
@@ -367,8 +368,9 @@ def memory(traces: int, calls: int) -> float:
 
 
 def parts(rounds: int) -> None:
-    """Where a tool span's overhead goes: the tool workload on ``otlp`` with each part of
-    ``parts.py`` left out in turn (the xxh3 row only where ``xxhash`` is installed)."""
+    """Where a tool span's and a model call's overhead go: the tool and GenAI inference
+    workloads on ``otlp`` with each part of ``parts.py`` left out in turn (the xxh3 row only
+    where ``xxhash`` is installed)."""
     import parts as taken_apart  # beside this file: python3 benchmarks/overhead.py puts it there
 
     for label, left_out in taken_apart.VARIANTS.items():
@@ -377,6 +379,9 @@ def parts(rounds: int) -> None:
             continue
         with taken_apart.left_out(*left_out):
             ratio(f"tool spans, {label}", tool_spans, "otlp", 100, rounds)
+    for label, left_out in taken_apart.INFERENCE_VARIANTS.items():
+        with taken_apart.left_out(*left_out):
+            ratio(f"inference spans (GenAI), {label}", genai_inference, "otlp", 300, rounds)
 
 
 class DigestsOnly(SpanProcessor):
@@ -416,8 +421,42 @@ class DigestsOnly(SpanProcessor):
         return self._downstream.force_flush(timeout_millis)
 
 
-def digests_only(rounds: int) -> None:
-    """The tool workload with :class:`DigestsOnly` in place of otel-loopguard's processor."""
+class UsageOnly(SpanProcessor):
+    """The least a model call's accounting does: its two GenAI token counts, read in place,
+    added to its trace's running total under a lock; nothing else: no other convention, no
+    cached tokens, prices or model, no duplicate check, no per-agent config, no budget, no scope
+    kept in order of use. A yardstick for ``--parts``, not a product."""
+
+    def __init__(self, downstream: SpanProcessor) -> None:
+        self._downstream = downstream
+        self._lock = threading.Lock()
+        self.totals: dict[int, tuple[int, int]] = {}
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        self._downstream.on_start(span, parent_context)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        raw: Any = span
+        attributes = raw._attributes._dict
+        if attributes.get("gen_ai.operation.name") == "chat":
+            spent_in = attributes.get("gen_ai.usage.input_tokens", 0)
+            spent_out = attributes.get("gen_ai.usage.output_tokens", 0)
+            trace_id = raw._context.trace_id
+            with self._lock:
+                total_in, total_out = self.totals.get(trace_id, (0, 0))
+                self.totals[trace_id] = (total_in + spent_in, total_out + spent_out)
+        self._downstream.on_end(span)
+
+    def shutdown(self) -> None:
+        self._downstream.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self._downstream.force_flush(timeout_millis)
+
+
+def yardsticks(rounds: int) -> None:
+    """The tool workload with :class:`DigestsOnly` in place of otel-loopguard's processor, and
+    the GenAI inference workload with :class:`UsageOnly`."""
 
     def providers(guarded: bool, kind: str) -> tuple[TracerProvider, LoopGuard | None]:
         if not guarded:
@@ -427,7 +466,15 @@ def digests_only(rounds: int) -> None:
         tracer_provider.add_span_processor(DigestsOnly(downstream(kind), guard))
         return tracer_provider, None  # nothing to check: its tool makes no guard.check() call
 
+    def accounting(guarded: bool, kind: str) -> tuple[TracerProvider, LoopGuard | None]:
+        if not guarded:
+            return provider(False, kind)
+        tracer_provider = TracerProvider()
+        tracer_provider.add_span_processor(UsageOnly(downstream(kind)))
+        return tracer_provider, None
+
     ratio("tool spans, the two digests only", tool_spans, "otlp", 100, rounds, providers)
+    ratio("inference spans (GenAI), usage only", genai_inference, "otlp", 300, rounds, accounting)
 
 
 # -- on_end latency ----------------------------------------------------------------------------
@@ -616,7 +663,7 @@ def main() -> None:
     only.add_argument(
         "--parts",
         action="store_true",
-        help="only where a tool span's overhead goes, and the digests-only yardstick",
+        help="only where a tool span's and a model call's overhead go, and the yardsticks",
     )
     only.add_argument(
         "--latency",
@@ -638,7 +685,7 @@ def main() -> None:
     latency_traces = LATENCY_TRACES // scale
     if args.parts:
         parts(rounds)
-        digests_only(rounds)
+        yardsticks(rounds)
         return
     if args.latency:
         latency(latency_traces)

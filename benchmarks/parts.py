@@ -1,15 +1,17 @@
-"""A tool span's overhead taken apart: parts of the guard's work swapped out for a measurement.
+"""A span's overhead taken apart: parts of the guard's work swapped out for a measurement.
 
 Used by ``overhead.py --parts`` (CPU-time ratios) and ``instructions.py --parts`` (instruction
-counts): each measures the tool workload with a part left out, and the difference is what the
-part costs.
+counts): each measures a workload with a part left out, and the difference is what the part
+costs.
 
 - ``arguments``: the argument digest of each call, replaced by a counter (every call still looks
   new, so the rules do the same work);
 - ``results``: the digest of each outcome, replaced by a counter;
 - ``xxh3``: the fingerprints' SHA-256 replaced by xxh3 (64 bits, the ``xxhash`` package): what a
   fast non-cryptographic hash would buy. Not a product option: xxh3 is not collision-resistant,
-  so a tool result crafted to match another's digest could fake a loop or hide progress.
+  so a tool result crafted to match another's digest could fake a loop or hide progress;
+- ``spending``: what a model call spent, read and added to its scope's running total at its end,
+  left out (the inference workloads: the glances, the span read and the duplicate check stay).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import otel_loopguard.engine.fingerprint as fingerprint
 import otel_loopguard.otel.outcomes as outcomes
 from otel_loopguard.engine.records import ProposedCall
 
-PARTS = ("arguments", "results", "xxh3")
+PARTS = ("arguments", "results", "xxh3", "spending")
 
 VARIANTS: dict[str, tuple[str, ...]] = {
     "all of it": (),
@@ -33,7 +35,13 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "both left out": ("arguments", "results"),
     "xxh3 in place of SHA-256": ("xxh3",),
 }
-"""What ``--parts`` measures, by label: the parts left out of each run."""
+"""What ``--parts`` measures of the tool workload, by label: the parts left out of each run."""
+
+INFERENCE_VARIANTS: dict[str, tuple[str, ...]] = {
+    "all of it": (),
+    "model-call accounting left out": ("spending",),
+}
+"""What ``--parts`` measures of the inference workload, by label."""
 
 
 class _Xxh3:
@@ -80,11 +88,16 @@ def left_out(*parts: str) -> Iterator[None]:
     def no_results(*_: object) -> digests.OutcomeDigest:
         return digests.OutcomeDigest(next(keys), None, "ok")
 
+    def no_spending(*_: object) -> tuple[()]:
+        return ()
+
     swaps: list[tuple[object, str, object]] = []
     if "arguments" in parts:
         swaps.append((digests, "digest_call", no_arguments))
     if "results" in parts:
         swaps.append((outcomes, "digest_outcome", no_results))
+    if "spending" in parts:
+        swaps.append((outcomes.Outcomes, "spent", no_spending))
     if "xxh3" in parts:
         swaps.append((fingerprint, "sha256", _Xxh3))
         swaps.append((fingerprint, "_TEXT_RESULT", _Xxh3(fingerprint.RESULT + b"t")))
