@@ -19,6 +19,7 @@ from typing import Any
 
 from ..config.loading import load_config
 from ..config.model import LoopDetectionConfig, LoopGuardConfig
+from ..engine.names import escaped
 from ..engine.usage import NOTHING_SPENT, Usage
 from ..engine.verdict import COMPACTION_DETECTOR, Verdict
 from ..otel.otlp_file import OtlpFileError
@@ -140,7 +141,8 @@ def _label(verdict: Verdict) -> str:
 def _tools(step: _Step) -> str:
     """The call's tool, or both tools of a ping-pong."""
     paired = step.verdict.paired_tool
-    return " / ".join(sorted({step.tool, paired})) if paired else step.tool
+    tools = sorted({step.tool, paired}) if paired else [step.tool]
+    return " / ".join(escaped(tool) for tool in tools)
 
 
 def _group(step: _Step) -> tuple[str, str, str, str | None]:
@@ -194,8 +196,13 @@ def _report(
         per_config = [(label, outcomes[index]) for label, outcomes in results]
         if not show_all and not any(o.steps for _, o in per_config):
             continue
-        service = f" ({run.service})" if run.service else ""
-        out.append(f"== trace {run.trace_id[:16]}  {run.root}{service}: {first.calls} tool calls")
+        # Names come from the recording as its agent wrote them: escaped, a control character
+        # must not drive the terminal (engine.names.escaped).
+        service = f" ({escaped(run.service)})" if run.service else ""
+        out.append(
+            f"== trace {escaped(run.trace_id[:16])}  {escaped(run.root)}{service}: "
+            f"{first.calls} tool calls"
+        )
         for label, outcome in per_config:
             if several:
                 out.append(f"  with {label}:")
@@ -216,7 +223,7 @@ def _summary(results: Sequence[tuple[str, list[_Outcome]]], files: Sequence[str]
         for outcome in outcomes:
             for step in outcome.steps:
                 kind = {"abort": "aborts", "block": "blocks"}.get(step.verdict.action, "warnings")
-                tally[(str(step.verdict.detector), step.tool, kind)] += 1
+                tally[(str(step.verdict.detector), escaped(step.tool), kind)] += 1
         tallies.append(tally)
     rows = sorted({(d, t) for tally in tallies for d, t, _ in tally})
     header = ["detector", "tool"]

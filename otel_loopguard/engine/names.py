@@ -68,8 +68,9 @@ def bounded(text: str, limit: int = MAX_NAME_CHARS) -> str:
 
 
 # Control characters (C0, DEL, C1), line and paragraph separators, and bidirectional overrides:
-# in a message each could end a log line, drive a terminal, or reorder what a reader sees.
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# in a message each could end a log line, drive a terminal, or reorder what a reader sees. And
+# lone surrogates (a JSON text cut inside a character): no UTF-8 output can write them.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def escaped(name: str) -> str:

@@ -60,7 +60,8 @@ _KINDS = (
     "traceloop.span.kind",
     "llm.request.type",  # OpenLLMetry's model calls
 )
-_INFERENCE_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
+_INFERENCE_OPERATIONS = ("chat", "text_completion", "generate_content")
+"""A tuple, tested by equality: an attribute read from a file may be a map (unhashable)."""
 _INPUT_TOKENS = (
     "gen_ai.usage.input_tokens",
     "gen_ai.usage.prompt_tokens",

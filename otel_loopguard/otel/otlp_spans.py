@@ -2,7 +2,9 @@
 
 Both give the same spans for the same request. The protobuf path reads the message's fields in
 place: converting a whole request to a dict first (``MessageToDict``) cost more than everything
-else replay does. Values read as OTLP/JSON gives them: ids as hex, bytes as base64.
+else replay does. Values read as OTLP/JSON gives them: ids as lowercase hex (also from the
+base64 of protobuf's own JSON mapping), bytes as base64. A field of the wrong type is a
+:class:`MalformedRequest` naming it, or, inside an attribute's value, no value.
 """
 
 from __future__ import annotations
@@ -62,17 +64,18 @@ def spans_from_json(request: Mapping[str, Any]) -> list[RecordedSpan]:
         for scope_spans in _items(resource_spans.get("scopeSpans"), "scopeSpans"):
             for span in _items(scope_spans.get("spans"), "spans"):
                 status = _object(span.get("status"), "status")
+                message = _text(status.get("message"), "status.message")
                 out.append(
                     RecordedSpan(  # positional: a span's eleven fields by keyword cost far more
-                        str(span.get("traceId", "")),
-                        str(span.get("spanId", "")),
-                        span.get("parentSpanId") or None,
-                        str(span.get("name", "")),
+                        _id(span.get("traceId"), "traceId", _TRACE_ID_BYTES),
+                        _id(span.get("spanId"), "spanId", _SPAN_ID_BYTES),
+                        _id(span.get("parentSpanId"), "parentSpanId", _SPAN_ID_BYTES) or None,
+                        _text(span.get("name"), "name"),
                         _integer(span.get("startTimeUnixNano"), "startTimeUnixNano"),
                         _integer(span.get("endTimeUnixNano"), "endTimeUnixNano"),
                         _attributes(span.get("attributes")),
                         _status_code(status.get("code")) == _STATUS_ERROR,
-                        status.get("message") or None,
+                        message or None,
                         _events(span.get("events")),
                         service,
                     )
@@ -84,7 +87,7 @@ def _events(value: object) -> tuple[RecordedEvent, ...]:
     if not value:  # the usual span: none
         return ()
     return tuple(
-        RecordedEvent(str(event.get("name", "")), _attributes(event.get("attributes")))
+        RecordedEvent(_text(event.get("name"), "events.name"), _attributes(event.get("attributes")))
         for event in _items(value, "events")
     )
 
@@ -106,6 +109,46 @@ def _object(value: object, field: str) -> dict[str, Any]:
     return value
 
 
+_TRACE_ID_BYTES, _SPAN_ID_BYTES = 16, 8
+_HEX_DIGITS = "0123456789abcdef"
+
+
+def _id(value: object, field: str, size: int) -> str:
+    """A trace or span id as lowercase hex, as OTLP/JSON writes it (case-insensitive); one in
+    base64, as protobuf's own JSON mapping writes bytes (``MessageToJson``, some backends' APIs),
+    is turned into hex, so the same trace reads the same in either. Any other text is kept as it
+    is (files made by hand); missing or null: ``""``."""
+    if value is None or value == "":
+        return ""
+    if not isinstance(value, str):
+        raise MalformedRequest(f"'{field}' is not a string (ids are hex text)")
+    if len(value) == 2 * size:
+        if not value.strip(_HEX_DIGITS):  # the usual id: lowercase hex already
+            return value
+        lowered = value.lower()
+        if not lowered.strip(_HEX_DIGITS):
+            return lowered
+    if len(value) == 4 * -(-size // 3):  # the length of ``size`` bytes in padded base64
+        try:
+            raw = base64.b64decode(value, validate=True)
+        except ValueError:
+            return value
+        if len(raw) == size:
+            return raw.hex()
+    return value
+
+
+def _text(value: object, field: str) -> str:
+    """A text field (missing or null: ``""``); a number is written as text, as JSON has it."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    raise MalformedRequest(f"'{field}' is not a string")
+
+
 def _integer(value: Any, field: str) -> int:
     """A number, or its text (OTLP/JSON writes 64-bit integers as text)."""
     if not value:
@@ -121,7 +164,8 @@ def _status_code(code: object) -> int:
         return _STATUS_ERROR
     if isinstance(code, int):
         return code
-    return int(code) if isinstance(code, str) and code.isdigit() else 0
+    # ASCII digits only: str.isdigit() also takes digits int() refuses (superscripts).
+    return int(code) if isinstance(code, str) and code.isascii() and code.isdigit() else 0
 
 
 def _attributes(items: object) -> dict[str, Any]:
@@ -137,10 +181,14 @@ def _value(value: object, depth: int = 0) -> Any:
     """An OTLP ``AnyValue`` as a Python value (nesting bounded)."""
     if not isinstance(value, dict) or depth > _MAX_VALUE_DEPTH:
         return None
+    # A value of another type than its field's (a list as stringValue) reads as no value, as a
+    # number that is not one does: never something the readers of attributes do not expect.
     if "stringValue" in value:
-        return value["stringValue"]
+        text = value["stringValue"]
+        return text if isinstance(text, str) else None
     if "boolValue" in value:
-        return bool(value["boolValue"])
+        flag = value["boolValue"]
+        return flag if isinstance(flag, bool) else None
     if "intValue" in value:
         try:
             return int(value["intValue"])
@@ -155,13 +203,16 @@ def _value(value: object, depth: int = 0) -> Any:
         items = _values(value["arrayValue"])
         return tuple(_value(item, depth + 1) for item in items)
     if "kvlistValue" in value:
+        # An empty key reads as None, as in protobuf (OTLP/JSON leaves it out); a key that is
+        # not text, as no entry.
         return {
-            item.get("key"): _value(item.get("value"), depth + 1)
+            item.get("key") or None: _value(item.get("value"), depth + 1)
             for item in _values(value["kvlistValue"])
-            if isinstance(item, dict)
+            if isinstance(item, dict) and isinstance(item.get("key"), str | None)
         }
     if "bytesValue" in value:
-        return value["bytesValue"]
+        data = value["bytesValue"]
+        return data if isinstance(data, str) else None
     return None
 
 
