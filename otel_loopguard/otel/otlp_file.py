@@ -1,9 +1,11 @@
 """OTLP trace files: written as the Collector's ``file`` exporter writes them, and read back.
 
 JSON (the file exporter's default): one ``ExportTraceServiceRequest`` per line in OTLP/JSON
-(lowerCamelCase names, trace and span ids as hex, enums as integers). Protobuf: messages each
-preceded by its length (4 bytes, big-endian), as the file exporter writes ``format: proto``, or a
-single message (an OTLP/HTTP request body). Either may be gzip-compressed.
+(lowerCamelCase names, trace and span ids as hex, enums as integers); ``{}`` is a request with no
+spans (protobuf's JSON mapping leaves empty lists out). Protobuf: messages each preceded by its
+length (4 bytes, big-endian), as the file exporter writes ``format: proto``, or a single message
+(an OTLP/HTTP request body); a zero-length message is a request with no spans. Either may be
+gzip-compressed.
 
 Files are read as a stream, a request at a time: memory holds one line or message (at most
 :data:`MAX_LINE_BYTES` / :data:`MAX_MESSAGE_BYTES`), whatever the file's size. Anything that is
@@ -369,6 +371,8 @@ def _why(exc: ValueError) -> str:
 def _requests(name: str, line: int, document: Any) -> Iterator[RecordedSpan]:
     documents = document if isinstance(document, list) else [document]
     for item in documents:
+        if item == {}:  # an empty request: protobuf's JSON mapping leaves out the empty list
+            continue
         if not isinstance(item, dict) or "resourceSpans" not in item:
             keys = sorted(map(str, item))[:5] if isinstance(item, dict) else type(item).__name__
             raise OtlpFileError(
@@ -387,8 +391,7 @@ def _requests(name: str, line: int, document: Any) -> Iterator[RecordedSpan]:
 
 
 def _from_protobuf(name: str, head: bytes, source: _Source) -> Iterator[RecordedSpan]:
-    size = int.from_bytes(head[:4], "big")
-    if len(head) >= 4 and 0 < size <= MAX_MESSAGE_BYTES:
+    if _length_prefixed_start(head):
         yield from _length_prefixed(name, head, source)
         return
     # One message (an OTLP/HTTP body) starts with its first field's tag: field 1, a message.
@@ -417,10 +420,10 @@ def _length_prefixed(name: str, head: bytes, source: _Source) -> Iterator[Record
         offset = source.offset - (len(buffered) - at)
         size = int.from_bytes(buffered[at : at + 4], "big")
         number += 1
-        if not 0 < size <= MAX_MESSAGE_BYTES:
+        if size > MAX_MESSAGE_BYTES:
             raise OtlpFileError(
                 f"{name}: message {number} (byte {offset}) has length {size}: not "
-                f"length-prefixed OTLP protobuf (lengths run from 1 to {MAX_MESSAGE_BYTES})"
+                f"length-prefixed OTLP protobuf (lengths run from 0 to {MAX_MESSAGE_BYTES})"
             )
         at += 4
         if len(buffered) - at < size:
@@ -433,6 +436,17 @@ def _length_prefixed(name: str, head: bytes, source: _Source) -> Iterator[Record
                 )
         yield from _message(name, number, offset, buffered[at : at + size])
         at += size
+
+
+def _length_prefixed_start(head: bytes) -> bool:
+    """Whether the data starts as length-prefixed messages: its first length that is not 0 (an
+    empty request) is in range and within ``head``, or ``head`` is all of the data and empty
+    requests only. Not a megabyte of zeros: read as empty requests, it would be read to its end
+    before being found to hold nothing."""
+    empty = (len(head) - len(head.lstrip(b"\0"))) // 4 * 4
+    if len(head) - empty >= 4:
+        return 0 < int.from_bytes(head[empty : empty + 4], "big") <= MAX_MESSAGE_BYTES
+    return empty > 0 and len(head) < _CHUNK
 
 
 def _message(name: str, number: int, offset: int, data: bytes) -> list[RecordedSpan]:
