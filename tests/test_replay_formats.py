@@ -1,4 +1,5 @@
-"""``otel-loopguard replay`` reads the files real tools write: empty requests."""
+"""``otel-loopguard replay`` reads the files real tools write: Windows editors' byte-order marks,
+empty requests."""
 
 from __future__ import annotations
 
@@ -70,6 +71,33 @@ def as_json_lines(recorded: list[ReadableSpan], tmp_path: Path) -> Path:
         exporter.export(batch)
     exporter.shutdown()
     return path
+
+
+def test_a_utf8_byte_order_mark_is_skipped(as_json_lines: Path, tmp_path: Path) -> None:
+    # What Notepad and PowerShell's Out-File -Encoding utf8 write.
+    path = tmp_path / "saved-by-notepad.jsonl"
+    path.write_text(as_json_lines.read_text(), encoding="utf-8-sig")
+    assert path.read_bytes().startswith(b"\xef\xbb\xbf")
+    assert list(read_spans(path)) == list(read_spans(as_json_lines))
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+def test_a_utf16_file_is_read_as_its_text(
+    as_json_lines: Path, tmp_path: Path, encoding: str
+) -> None:
+    # Windows PowerShell 5's `>` and Out-File write UTF-16 (little-endian), with its mark.
+    path = tmp_path / "redirected.jsonl"
+    path.write_bytes("\ufeff".encode(encoding) + as_json_lines.read_text().encode(encoding))
+    assert list(read_spans(path)) == list(read_spans(as_json_lines))
+
+
+def test_a_utf16_file_that_is_not_json_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("not traces\n", encoding="utf-16")
+    with pytest.raises(
+        OtlpFileError, match=r"a text file \(with a byte-order mark\), not OTLP/JSON"
+    ):
+        list(read_spans(path))
 
 
 def test_an_empty_export_is_a_request_with_no_spans(

@@ -86,6 +86,12 @@ def test_a_broken_gzip_file_is_one_clear_error(
     assert where in _replay_error(path)
 
 
+def test_a_file_that_is_not_utf16_after_its_mark_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "traces.jsonl"
+    path.write_bytes("\ufeff".encode("utf-16-le") + VALID.encode("utf-16-le") + b"\x00\xdc")
+    assert "not UTF-16 text near byte" in _replay_error(path)
+
+
 @pytest.mark.parametrize(
     ("second_line", "message"),
     [

@@ -5,7 +5,9 @@ JSON (the file exporter's default): one ``ExportTraceServiceRequest`` per line i
 spans (protobuf's JSON mapping leaves empty lists out). Protobuf: messages each preceded by its
 length (4 bytes, big-endian), as the file exporter writes ``format: proto``, or a single message
 (an OTLP/HTTP request body); a zero-length message is a request with no spans. Either may be
-gzip-compressed.
+gzip-compressed. A JSON file may start with a UTF-8 byte-order mark (Notepad, PowerShell),
+which is skipped, or be UTF-16 with its mark (Windows PowerShell 5's ``>``), which is read as
+UTF-8, a chunk at a time.
 
 Files are read as a stream, a request at a time: memory holds one line or message (at most
 :data:`MAX_LINE_BYTES` / :data:`MAX_MESSAGE_BYTES`), whatever the file's size. Anything that is
@@ -15,13 +17,14 @@ not OTLP traces is an :class:`OtlpFileError` naming the file and the line or byt
 from __future__ import annotations
 
 import base64
+import codecs
 import gzip
 import json
 import os
 import threading
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import IO, TYPE_CHECKING, Any, cast
+from typing import IO, TYPE_CHECKING, Any, Protocol, cast
 
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
@@ -60,6 +63,8 @@ MAX_MESSAGE_BYTES = 64 << 20
 _CHUNK = 1 << 20
 """How much of the file is read at a time."""
 _WHITESPACE = b" \t\r\n"
+_UTF8_BOM = b"\xef\xbb\xbf"
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 
 class OtlpFileError(ValueError):
@@ -139,18 +144,25 @@ def read_spans(
     with raw:
         gzipped = raw.read(2) == b"\x1f\x8b"
         raw.seek(0)
-        counted = _Counted(raw, total, progress)
-        source = _Source(name, counted, gzipped)
-        head, blank, skipped = source.read(_CHUNK), 0, False
+        source = _Source(name, _Counted(raw, total, progress), gzipped)
+        head = source.read(_CHUNK)
+        text: _Reader = source
+        plain = True  # the data as is: no byte-order mark taken off, no UTF-16 read as UTF-8
+        if head.startswith(_UTF8_BOM):
+            head, plain = head[len(_UTF8_BOM) :], False
+        elif head[:2] in _UTF16_BOMS:
+            utf16 = _Utf16(name, source)
+            text, head, plain = utf16, utf16.decode(head), False
+        blank, skipped = 0, False
         while head and not head.strip(_WHITESPACE):  # blank lines only, so far: not kept
             blank += head.count(b"\n")
-            head, skipped = source.read(_CHUNK), True
+            head, skipped = text.read(_CHUNK), True
         if not head:
             raise OtlpFileError(f"{name}: the file is empty")
         first = head.lstrip(_WHITESPACE)[:1]
         if first in (b"{", b"["):
-            spans = _from_json(name, head, blank, source)
-            if head[:1] == _BODY_START and not skipped:
+            spans = _from_json(name, head, blank, text)
+            if head[:1] == _BODY_START and not skipped and plain:
 
                 def body() -> Iterator[RecordedSpan]:
                     raw.seek(0)
@@ -158,6 +170,8 @@ def read_spans(
                     return _from_protobuf(name, again.read(_CHUNK), again)
 
                 spans = _json_else_body(spans, body)
+        elif not plain:
+            raise OtlpFileError(f"{name}: a text file (with a byte-order mark), not OTLP/JSON")
         elif skipped:  # a protobuf file starts with a message, not a megabyte of blanks
             raise OtlpFileError(f"{name}: neither OTLP/JSON nor OTLP protobuf traces")
         else:
@@ -197,6 +211,12 @@ def _json_else_body(
         return
     yield first
     yield from spans
+
+
+class _Reader(Protocol):
+    def read(self, size: int) -> bytes:
+        """Up to ``size`` bytes (of UTF-16 text: about that much): empty only at the end."""
+        ...
 
 
 class _Counted:
@@ -244,6 +264,34 @@ class _Source:
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
+class _Utf16:
+    """UTF-16 text (after its byte-order mark) read as UTF-8, a chunk at a time: Windows
+    PowerShell 5 writes UTF-16 with ``>`` and ``Out-File``, and JSON is what it can write."""
+
+    def __init__(self, name: str, source: _Source) -> None:
+        self._name, self._source = name, source
+        self._decoder = codecs.getincrementaldecoder("utf-16")()  # reads the mark, and the order
+        self._offset = 0
+
+    def decode(self, data: bytes) -> bytes:
+        try:
+            text = self._decoder.decode(data, final=not data)
+        except UnicodeDecodeError as exc:
+            raise OtlpFileError(
+                f"{self._name}: not UTF-16 text near byte {self._offset + exc.start} "
+                f"(it starts with a UTF-16 byte-order mark; {exc.reason})"
+            ) from None
+        self._offset += len(data)
+        return text.encode("utf-8")
+
+    def read(self, size: int) -> bytes:
+        while True:
+            data = self._source.read(size)
+            text = self.decode(data)
+            if text or not data:
+                return text
+
+
 # -- OTLP/JSON ----------------------------------------------------------------------------------
 
 
@@ -269,7 +317,7 @@ def _json_parser() -> Callable[[bytes], Any]:
     return loads
 
 
-def _from_json(name: str, head: bytes, blank: int, source: _Source) -> Iterator[RecordedSpan]:
+def _from_json(name: str, head: bytes, blank: int, source: _Reader) -> Iterator[RecordedSpan]:
     """``blank``: the blank lines before ``head``."""
     lines = _lines(name, head, blank, source)
     first = blank + _first_line(head)
@@ -296,7 +344,7 @@ def _first_line(head: bytes) -> int:
     return head.count(b"\n", 0, blank) + 1
 
 
-def _lines(name: str, head: bytes, number: int, source: _Source) -> Iterator[tuple[int, bytes]]:
+def _lines(name: str, head: bytes, number: int, source: _Reader) -> Iterator[tuple[int, bytes]]:
     """The data's lines from ``head`` on, numbered after ``number``, each at most
     :data:`MAX_LINE_BYTES`."""
     pending: list[bytes] = []  # the start of a line that goes on in the next chunk
