@@ -1,13 +1,16 @@
-"""``otel-loopguard replay`` reads the files real tools write: Windows editors' byte-order marks,
-empty requests."""
+"""``otel-loopguard replay`` reads the files real tools write: the Collector's file exporter with
+``compression: zstd``, the ``zstd`` command, Windows editors' byte-order marks, empty requests."""
 
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+import zstandard
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -22,6 +25,7 @@ from otel_loopguard.otel.otlp_file import (
 )
 
 from .helpers import tool_span
+from .test_cli import run
 
 
 def _looping_run() -> list[ReadableSpan]:
@@ -71,6 +75,74 @@ def as_json_lines(recorded: list[ReadableSpan], tmp_path: Path) -> Path:
         exporter.export(batch)
     exporter.shutdown()
     return path
+
+
+def _collector_zstd(spans: list[ReadableSpan], encode: str) -> bytes:
+    """The Collector's file exporter with ``compression: zstd``: each request encoded
+    (``format: proto`` or ``json``), compressed into a frame of its own, and length-prefixed."""
+    encoder = _protobuf if encode == "proto" else _json
+    frames = [zstandard.ZstdCompressor().compress(encoder(b)) for b in _batches(spans)]
+    return _length_prefixed(frames)
+
+
+@pytest.mark.parametrize("encode", ["proto", "json"])
+def test_the_collectors_zstd_file_replays(
+    recorded: list[ReadableSpan], tmp_path: Path, encode: str
+) -> None:
+    path = tmp_path / "traces.zst"
+    path.write_bytes(_collector_zstd(recorded, encode))
+    result = run("replay", str(path))
+    assert result.returncode == 0, result.stderr
+    assert "invoke_agent app (recorded-app): 25 tool calls" in result.stdout
+    assert "BLOCKED [generic_repeat, count 20]" in result.stdout
+    assert "aborted at call #22 of 25 (3 recorded calls after it would not have run)" in (
+        result.stdout
+    )
+
+
+@pytest.mark.parametrize("encode", ["proto", "json"])
+def test_the_collectors_zstd_file_reads_like_json_lines(
+    recorded: list[ReadableSpan], as_json_lines: Path, tmp_path: Path, encode: str
+) -> None:
+    path = tmp_path / "traces.zst"
+    path.write_bytes(_collector_zstd(recorded, encode))
+    assert list(read_spans(path)) == list(read_spans(as_json_lines))
+
+
+def _whole_file_frames(content: bytes, lines: bool) -> bytes:
+    """The file exporter's file-level compression with rotation: a frame per write."""
+    compressor = zstandard.ZstdCompressor(write_checksum=True)
+    if lines:
+        return b"".join(compressor.compress(line) for line in content.splitlines(keepends=True))
+    return compressor.compress(content)  # one frame, as compressing the file in one go does
+
+
+@pytest.mark.parametrize("frames", ["one frame", "a frame per request"])
+def test_a_zstd_compressed_json_lines_file_reads_like_itself(
+    as_json_lines: Path, tmp_path: Path, frames: str
+) -> None:
+    path = tmp_path / "traces.jsonl.zst"
+    path.write_bytes(_whole_file_frames(as_json_lines.read_bytes(), frames != "one frame"))
+    assert list(read_spans(path)) == list(read_spans(as_json_lines))
+
+
+def test_a_zstd_compressed_protobuf_file_reads_like_json_lines(
+    recorded: list[ReadableSpan], as_json_lines: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / "traces.binpb.zst"
+    content = _length_prefixed([_protobuf(b) for b in _batches(recorded)])
+    path.write_bytes(zstandard.ZstdCompressor().compress(content))
+    assert list(read_spans(path)) == list(read_spans(as_json_lines))
+
+
+@pytest.mark.skipif(shutil.which("zstd") is None, reason="the zstd command is not installed")
+def test_a_file_compressed_by_the_zstd_command_replays(as_json_lines: Path) -> None:
+    subprocess.run(["zstd", "-q", "-19", str(as_json_lines)], check=True)
+    path = as_json_lines.with_name(as_json_lines.name + ".zst")
+    assert list(read_spans(path)) == list(read_spans(as_json_lines))
+    result = run("replay", str(path))
+    assert result.returncode == 0, result.stderr
+    assert "invoke_agent app (recorded-app): 25 tool calls" in result.stdout
 
 
 def test_a_utf8_byte_order_mark_is_skipped(as_json_lines: Path, tmp_path: Path) -> None:
@@ -130,8 +202,8 @@ def test_a_zero_length_message_is_a_request_with_no_spans(
 
 @pytest.mark.parametrize(
     "content",
-    [b"{}\n" * 3, _length_prefixed([b""] * 3)],
-    ids=["empty JSON requests", "zero-length messages"],
+    [b"{}\n" * 3, _length_prefixed([b""] * 3), _length_prefixed([b"{}"] * 3)],
+    ids=["empty JSON requests", "zero-length messages", "empty JSON messages"],
 )
 def test_a_file_of_empty_requests_has_no_spans(tmp_path: Path, content: bytes) -> None:
     path = tmp_path / "traces"

@@ -4,14 +4,20 @@ JSON (the file exporter's default): one ``ExportTraceServiceRequest`` per line i
 (lowerCamelCase names, trace and span ids as hex, enums as integers); ``{}`` is a request with no
 spans (protobuf's JSON mapping leaves empty lists out). Protobuf: messages each preceded by its
 length (4 bytes, big-endian), as the file exporter writes ``format: proto``, or a single message
-(an OTLP/HTTP request body); a zero-length message is a request with no spans. Either may be
-gzip-compressed. A JSON file may start with a UTF-8 byte-order mark (Notepad, PowerShell),
-which is skipped, or be UTF-16 with its mark (Windows PowerShell 5's ``>``), which is read as
-UTF-8, a chunk at a time.
+(an OTLP/HTTP request body); a zero-length message is a request with no spans. With
+``compression: zstd`` the file exporter compresses each message on its own and writes it
+length-prefixed, for ``format: json`` as well: a message may be a zstd frame, holding protobuf
+or one OTLP/JSON request. A whole file may be gzip- or zstd-compressed (``gzip``, ``zstd``, or
+the file exporter's file-level compression); zstd needs the ``zstd`` extra (``zstandard``),
+imported only when a zstd frame is met. A JSON file may start with a UTF-8 byte-order mark
+(Notepad, PowerShell), which is skipped, or be UTF-16 with its mark (Windows PowerShell 5's
+``>``), which is read as UTF-8, a chunk at a time.
 
 Files are read as a stream, a request at a time: memory holds one line or message (at most
-:data:`MAX_LINE_BYTES` / :data:`MAX_MESSAGE_BYTES`), whatever the file's size. Anything that is
-not OTLP traces is an :class:`OtlpFileError` naming the file and the line or byte.
+:data:`MAX_LINE_BYTES` / :data:`MAX_MESSAGE_BYTES`, decompressed), whatever the file's size,
+and decompression goes a step at a time, so a compression bomb is an error, not a full memory.
+Anything that is not OTLP traces is an :class:`OtlpFileError` naming the file and the line or
+message and byte.
 """
 
 from __future__ import annotations
@@ -38,11 +44,13 @@ from .otlp_spans import (
 )
 
 if TYPE_CHECKING:
+    import zstandard
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
         ExportTraceServiceRequest,
     )
 
-# protobuf's modules are imported where they are used: replaying OTLP/JSON never loads them.
+# protobuf's modules are imported where they are used: replaying OTLP/JSON never loads them;
+# zstandard likewise, and only where a zstd frame is met (it is an optional extra).
 
 __all__ = [
     "MAX_LINE_BYTES",
@@ -59,10 +67,19 @@ MAX_LINE_BYTES = 64 << 20
 """The longest line of OTLP/JSON read (64 MiB; an indented single document too): a longer one
 is an error, so a file without line breaks cannot take all memory."""
 MAX_MESSAGE_BYTES = 64 << 20
-"""The largest protobuf message read (64 MiB): a larger length is an error, for the same reason."""
+"""The largest protobuf message read (64 MiB), decompressed: a larger length, or a zstd message
+that decompresses to more, is an error, for the same reason."""
 _CHUNK = 1 << 20
 """How much of the file is read at a time."""
 _WHITESPACE = b" \t\r\n"
+_GZIP_MAGIC = b"\x1f\x8b"
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+"""A zstd frame's first bytes; as a length prefix they would say 651 MiB, out of range, so a
+file or message that starts with them is zstd, never a message length or protobuf."""
+_ZSTD_STEP = 256
+"""Compressed bytes handed to zstd at a time. No zstd block holds more than 128 KiB, and none
+takes fewer than 4 bytes, so a step yields at most 8 MiB however the data was made: what is
+decompressed stays within a step of what is wanted."""
 _UTF8_BOM = b"\xef\xbb\xbf"
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
@@ -142,9 +159,12 @@ def read_spans(
     except OSError as exc:
         raise OtlpFileError(f"{name}: cannot read: {exc.strerror}") from None
     with raw:
-        gzipped = raw.read(2) == b"\x1f\x8b"
+        magic = raw.read(4)
+        compression = (
+            "gzip" if magic[:2] == _GZIP_MAGIC else "zstd" if magic == _ZSTD_MAGIC else None
+        )
         raw.seek(0)
-        source = _Source(name, _Counted(raw, total, progress), gzipped)
+        source = _Source(name, _Counted(raw, total, progress), compression)
         head = source.read(_CHUNK)
         text: _Reader = source
         plain = True  # the data as is: no byte-order mark taken off, no UTF-16 read as UTF-8
@@ -166,7 +186,7 @@ def read_spans(
 
                 def body() -> Iterator[RecordedSpan]:
                     raw.seek(0)
-                    again = _Source(name, _Counted(raw, total, progress), gzipped)
+                    again = _Source(name, _Counted(raw, total, progress), compression)
                     return _from_protobuf(name, again.read(_CHUNK), again)
 
                 spans = _json_else_body(spans, body)
@@ -233,14 +253,24 @@ class _Counted:
         return data
 
 
-class _Source:
-    """The file's bytes (decompressed if gzipped), read whole-sized; gzip faults named."""
+class _Damaged(Exception):
+    """zstd data cut short or corrupt: ``what`` says which, ``detail`` how; the caller where."""
 
-    def __init__(self, name: str, counted: _Counted, gzipped: bool) -> None:
-        self._name, self._counted = name, counted
-        self._stream: gzip.GzipFile | _Counted = (
-            gzip.GzipFile(fileobj=cast(IO[bytes], counted), mode="rb") if gzipped else counted
-        )
+    def __init__(self, what: str, detail: str) -> None:
+        super().__init__(what, detail)
+        self.what, self.detail = what, detail
+
+
+class _Source:
+    """The file's bytes (decompressed if gzip or zstd), read whole-sized; faults named."""
+
+    def __init__(self, name: str, counted: _Counted, compression: str | None) -> None:
+        self._name = name
+        self._stream: gzip.GzipFile | _ZstdFile | _Counted = counted
+        if compression == "gzip":
+            self._stream = gzip.GzipFile(fileobj=cast(IO[bytes], counted), mode="rb")
+        elif compression == "zstd":
+            self._stream = _ZstdFile(counted, _Unzstd(name, "the file"))
         self.offset = 0
         """Bytes of (decompressed) data read so far."""
 
@@ -256,11 +286,91 @@ class _Source:
                     f"{self._name}: the gzip data is cut short or corrupt after byte "
                     f"{self.offset} of its content ({str(exc) or type(exc).__name__})"
                 ) from None
+            except _Damaged as exc:
+                raise OtlpFileError(
+                    f"{self._name}: the zstd data is {exc.what} after byte {self.offset} of its "
+                    f"content ({exc.detail})"
+                ) from None
             if not data:
                 break
             parts.append(data)
             self.offset += len(data)
             wanted -= len(data)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+class _Unzstd:
+    """zstd frames, one after another, decompressed a step at a time, each checked complete.
+
+    zstandard's own readers stop quietly where a frame is cut short, and its one-call
+    decompression holds whatever a frame decompresses to: a decompression object per frame,
+    fed :data:`_ZSTD_STEP` bytes at a time, says both where a frame ends and how far it is.
+    """
+
+    def __init__(self, name: str, what: str) -> None:
+        """``what``: the file, or the message, for the error when zstandard is not installed."""
+        try:
+            import zstandard
+        except ImportError:
+            raise OtlpFileError(
+                f"{name}: {what} is zstd-compressed: reading it needs the zstandard package "
+                "(pip install 'otel-loopguard[zstd]')"
+            ) from None
+        self._new = zstandard.ZstdDecompressor().decompressobj
+        self._error = zstandard.ZstdError
+        self._frame: zstandard.ZstdDecompressionObj | None = None
+
+    def step(self, data: bytes) -> bytes:
+        """What ``data`` (at most :data:`_ZSTD_STEP` bytes) decompresses to: at most 8 MiB."""
+        out: list[bytes] = []
+        while data:
+            if self._frame is None:
+                self._frame = self._new()
+            try:
+                out.append(self._frame.decompress(data))
+            except self._error as exc:
+                raise _Damaged("corrupt", str(exc)) from None
+            if self._frame.eof:  # what is left starts the next frame
+                data, self._frame = self._frame.unused_data, None
+            else:
+                data = b""
+        return out[0] if len(out) == 1 else b"".join(out)
+
+    def end(self) -> None:
+        """The data ends here: a frame begun and not finished is cut short."""
+        if self._frame is not None:
+            raise _Damaged("cut short", "its last frame is not complete")
+
+
+class _ZstdFile:
+    """A zstd-compressed file's content (one frame or many, as the ``zstd`` command or the
+    file exporter's file-level compression writes it): at most a step's output held unread."""
+
+    def __init__(self, counted: _Counted, unzstd: _Unzstd) -> None:
+        self._counted, self._unzstd = counted, unzstd
+        self._data, self._at = b"", 0  # compressed bytes read from the file, and used
+        self._out, self._read = b"", 0  # a step's output, and how much of it has been read
+        self._ended = False
+
+    def read(self, size: int) -> bytes:
+        parts: list[bytes] = []
+        wanted = size
+        while wanted > 0:
+            if self._read < len(self._out):
+                part = self._out[self._read : self._read + wanted]
+                self._read += len(part)
+                parts.append(part)
+                wanted -= len(part)
+            elif self._ended:
+                break
+            elif self._at < len(self._data):
+                self._out = self._unzstd.step(self._data[self._at : self._at + _ZSTD_STEP])
+                self._read, self._at = 0, self._at + _ZSTD_STEP
+            else:
+                self._data, self._at = self._counted.read(_CHUNK), 0
+                if not self._data:
+                    self._ended = True
+                    self._unzstd.end()
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
@@ -330,12 +440,14 @@ def _from_json(name: str, head: bytes, blank: int, source: _Reader) -> Iterator[
         except ValueError as exc:  # bad JSON, or bad UTF-8
             if number == first:  # not one request per line: one (indented) document
                 rest = [line, *(text for _, text in lines)]
-                yield from _requests(name, number, _document(name, rest))
+                yield from _requests(name, f"line {number}", _document(name, rest))
                 return
-            raise OtlpFileError(f"{name}: line {number} is not JSON ({_why(exc)})") from None
+            raise OtlpFileError(
+                f"{name}: line {number} is not JSON ({_why(exc, 'line')})"
+            ) from None
         except RecursionError:
             raise OtlpFileError(f"{name}: line {number} is nested too deeply") from None
-        yield from _requests(name, number, document)
+        yield from _requests(name, f"line {number}", document)
 
 
 def _first_line(head: bytes) -> int:
@@ -403,20 +515,22 @@ def _document(name: str, lines: list[bytes]) -> Any:
     except json.JSONDecodeError as exc:
         raise OtlpFileError(f"{name}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
     except ValueError as exc:
-        raise OtlpFileError(f"{name}: not JSON ({_why(exc)})") from None
+        raise OtlpFileError(f"{name}: not JSON ({_why(exc, 'document')})") from None
     except RecursionError:
         raise OtlpFileError(f"{name}: the JSON is nested too deeply") from None
 
 
-def _why(exc: ValueError) -> str:
+def _why(exc: ValueError, of: str) -> str:
+    """What is wrong with the JSON of a line, message or document (``of``)."""
     if isinstance(exc, json.JSONDecodeError):
         return exc.msg
     if isinstance(exc, UnicodeDecodeError):
-        return f"not UTF-8 at byte {exc.start} of the line"
+        return f"not UTF-8 at byte {exc.start} of the {of}"
     return type(exc).__name__
 
 
-def _requests(name: str, line: int, document: Any) -> Iterator[RecordedSpan]:
+def _requests(name: str, where: str, document: Any) -> Iterator[RecordedSpan]:
+    """The spans of the requests in a JSON document; ``where``: its line, or message and byte."""
     documents = document if isinstance(document, list) else [document]
     for item in documents:
         if item == {}:  # an empty request: protobuf's JSON mapping leaves out the empty list
@@ -424,14 +538,14 @@ def _requests(name: str, line: int, document: Any) -> Iterator[RecordedSpan]:
         if not isinstance(item, dict) or "resourceSpans" not in item:
             keys = sorted(map(str, item))[:5] if isinstance(item, dict) else type(item).__name__
             raise OtlpFileError(
-                f"{name}: line {line} is not OTLP traces (no 'resourceSpans'; found {keys}); "
+                f"{name}: {where} is not OTLP traces (no 'resourceSpans'; found {keys}); "
                 "expected what the Collector's file exporter or `otel-loopguard demo "
                 "--export-file` writes"
             )
         try:
             spans = spans_from_json(item)
         except MalformedRequest as exc:
-            raise OtlpFileError(f"{name}: line {line} is not OTLP traces: {exc}") from None
+            raise OtlpFileError(f"{name}: {where} is not OTLP traces: {exc}") from None
         yield from spans
 
 
@@ -497,7 +611,51 @@ def _length_prefixed_start(head: bytes) -> bool:
     return empty > 0 and len(head) < _CHUNK
 
 
-def _message(name: str, number: int, offset: int, data: bytes) -> list[RecordedSpan]:
+def _message(name: str, number: int, offset: int, data: bytes) -> Iterator[RecordedSpan]:
+    """A message's spans: protobuf, or one OTLP/JSON request, either maybe a zstd frame."""
+    where = f"message {number} (byte {offset})"
+    if data[:4] == _ZSTD_MAGIC:  # the file exporter's `compression: zstd`
+        data = _unzstd_message(name, where, data)
+    # A protobuf request starts with field 1's tag (0x0a), never with "{" or "[".
+    if data[:1] in (b"{", b"["):
+        return _json_message(name, where, data)
+    return iter(_protobuf_message(name, where, data))
+
+
+def _unzstd_message(name: str, where: str, frame: bytes) -> bytes:
+    """A message that is a zstd frame (or frames), decompressed: at most
+    :data:`MAX_MESSAGE_BYTES`, found out a step at a time."""
+    unzstd = _Unzstd(name, where)
+    parts: list[bytes] = []
+    size = 0
+    try:
+        for at in range(0, len(frame), _ZSTD_STEP):
+            out = unzstd.step(frame[at : at + _ZSTD_STEP])
+            size += len(out)
+            if size > MAX_MESSAGE_BYTES:
+                raise OtlpFileError(
+                    f"{name}: {where} decompresses to more than {_size(MAX_MESSAGE_BYTES)}"
+                )
+            parts.append(out)
+        unzstd.end()
+    except _Damaged as exc:
+        raise OtlpFileError(
+            f"{name}: {where}: its zstd data is {exc.what} ({exc.detail})"
+        ) from None
+    return b"".join(parts)
+
+
+def _json_message(name: str, where: str, data: bytes) -> Iterator[RecordedSpan]:
+    try:
+        document = _json_parser()(data)
+    except ValueError as exc:
+        raise OtlpFileError(f"{name}: {where} is not JSON ({_why(exc, 'message')})") from None
+    except RecursionError:
+        raise OtlpFileError(f"{name}: {where} is nested too deeply") from None
+    return _requests(name, where, document)
+
+
+def _protobuf_message(name: str, where: str, data: bytes) -> list[RecordedSpan]:
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
         ExportTraceServiceRequest,
     )
@@ -507,7 +665,6 @@ def _message(name: str, number: int, offset: int, data: bytes) -> list[RecordedS
         request.ParseFromString(data)
     except Exception:  # protobuf's DecodeError, or anything its parser raises
         raise OtlpFileError(
-            f"{name}: message {number} (byte {offset}) is neither OTLP/JSON nor OTLP protobuf "
-            "traces"
+            f"{name}: {where} is neither OTLP/JSON nor OTLP protobuf traces"
         ) from None
     return spans_from_proto(request)
