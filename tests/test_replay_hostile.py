@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import gzip
 import json
+import sys
 import zlib
 from pathlib import Path
 
 import pytest
+import zstandard
 
 from otel_loopguard.otel import otlp_file
 from otel_loopguard.otel.otlp_file import OtlpFileError, read_spans
@@ -84,6 +86,106 @@ def test_a_broken_gzip_file_is_one_clear_error(
     path = tmp_path / "traces.jsonl.gz"
     path.write_bytes(content())  # type: ignore[operator]  # the table's builders
     assert where in _replay_error(path)
+
+
+def _zstd_bytes() -> bytes:
+    """A file compressed by the zstd command (or the file exporter's file-level compression)."""
+    return zstandard.ZstdCompressor(write_checksum=True).compress((VALID * 2000).encode())
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "where"),
+    [
+        (
+            "cut short",
+            lambda: _zstd_bytes()[: len(_zstd_bytes()) // 2],
+            "the zstd data is cut short after byte",
+        ),
+        (
+            "corrupt",
+            lambda: (lambda b: b[:20] + bytes(x ^ 0x5A for x in b[20:60]) + b[60:])(_zstd_bytes()),
+            "the zstd data is corrupt after byte 0 of its content",
+        ),
+        (
+            "bad checksum",
+            lambda: _zstd_bytes()[:-4] + b"\0" * 4,
+            "the zstd data is corrupt after byte",
+        ),
+        ("garbage after", lambda: _zstd_bytes() + b"garbage", "the zstd data is corrupt after"),
+    ],
+)
+def test_a_broken_zstd_file_is_one_clear_error(
+    tmp_path: Path, name: str, content: object, where: str
+) -> None:
+    path = tmp_path / "traces.jsonl.zst"
+    path.write_bytes(content())  # type: ignore[operator]  # the table's builders
+    assert where in _replay_error(path)
+
+
+def _zstd_messages(tmp_path: Path) -> list[bytes]:
+    """Two requests as the Collector's file exporter writes them with ``compression: zstd``:
+    each protobuf message a zstd frame of its own, length-prefixed."""
+    data, messages = _messages(tmp_path), []
+    while data:
+        size = int.from_bytes(data[:4], "big")
+        messages.append(zstandard.ZstdCompressor().compress(data[4 : 4 + size]))
+        data = data[4 + size :]
+    return messages
+
+
+def _prefixed(*messages: bytes) -> bytes:
+    return b"".join(len(m).to_bytes(4, "big") + m for m in messages)
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda frame: frame[:-3], "message 2 (byte {second}): its zstd data is cut short"),
+        (
+            lambda frame: frame[:12] + bytes(x ^ 0x5A for x in frame[12:]),
+            "message 2 (byte {second}): its zstd data is corrupt",
+        ),
+        (
+            lambda _: zstandard.ZstdCompressor().compress(b'{"resourceSpans": ['),
+            "message 2 (byte {second}) is not JSON",
+        ),
+    ],
+    ids=["cut short", "corrupt", "not JSON"],
+)
+def test_a_broken_zstd_message_names_the_message_and_byte(
+    tmp_path: Path, damage: object, message: str
+) -> None:
+    first, second = _zstd_messages(tmp_path)
+    path = tmp_path / "traces.binpb"
+    path.write_bytes(_prefixed(first, damage(second)))  # type: ignore[operator]  # the table's
+    assert message.format(second=4 + len(first)) in _replay_error(path)
+
+
+@pytest.mark.parametrize("compressed", ["the file", "a message"])
+def test_zstd_without_zstandard_says_what_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compressed: str
+) -> None:
+    path = tmp_path / "traces.zst"
+    if compressed == "the file":
+        path.write_bytes(_zstd_bytes())
+        where = "the file is zstd-compressed"
+    else:
+        first, second = _zstd_messages(tmp_path)
+        path.write_bytes(_prefixed(first, second))
+        where = "message 1 (byte 0) is zstd-compressed"
+    monkeypatch.setitem(sys.modules, "zstandard", None)  # not installed: importing it fails
+    with pytest.raises(OtlpFileError) as raised:
+        list(read_spans(path))
+    assert str(raised.value) == (
+        f"{path}: {where}: reading it needs the zstandard package "
+        "(pip install 'otel-loopguard[zstd]')"
+    )
+
+
+def test_a_file_that_is_not_utf16_after_its_mark_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "traces.jsonl"
+    path.write_bytes("\ufeff".encode("utf-16-le") + VALID.encode("utf-16-le") + b"\x00\xdc")
+    assert "not UTF-16 text near byte" in _replay_error(path)
 
 
 @pytest.mark.parametrize(
@@ -209,6 +311,41 @@ def test_a_gzip_of_zeros_is_an_error_in_bounded_memory(tmp_path: Path, size: int
     assert peak - _replay_peak(valid)[1] < 16 << 20
 
 
+def _zstd_of_repeated(byte: bytes, size: int) -> bytes:
+    """A zstd frame of ``size`` bytes of ``byte``, compressed a chunk at a time."""
+    packer = zstandard.ZstdCompressor().compressobj()
+    chunk = byte * (1 << 20)
+    parts = [packer.compress(chunk) for _ in range(size >> 20)]
+    return b"".join([*parts, packer.compress(byte * (size & ((1 << 20) - 1))), packer.flush()])
+
+
+def test_a_zstd_of_zeros_is_an_error_in_bounded_memory(tmp_path: Path) -> None:
+    valid = tmp_path / "valid.jsonl"
+    valid.write_text(VALID)
+    bomb = tmp_path / "zeros.zst"
+    bomb.write_bytes(_zstd_of_repeated(b"\0", 1 << 30))
+    assert bomb.stat().st_size < (1 << 30) / 10_000
+    code, peak = _replay_peak(bomb)
+    assert code == 2
+    assert "neither OTLP/JSON nor OTLP protobuf" in _replay_error(bomb)
+    # Read until the first bytes say what it is not: not decompressed whole.
+    assert peak - _replay_peak(valid)[1] < 16 << 20
+
+
+def test_a_zstd_message_of_zeros_is_an_error_in_bounded_memory(tmp_path: Path) -> None:
+    # One length-prefixed message, as the Collector writes them, that decompresses to 1 GiB.
+    valid = tmp_path / "valid.jsonl"
+    valid.write_text(VALID)
+    bomb = tmp_path / "zeros.binpb"
+    frame = _zstd_of_repeated(b"\0", 1 << 30)
+    bomb.write_bytes(_prefixed(frame))
+    code, peak = _replay_peak(bomb)
+    assert code == 2
+    assert "message 1 (byte 0) decompresses to more than 64 MiB" in _replay_error(bomb)
+    # What one message may hold (64 MiB) and a step of zstd's output, not the gigabyte.
+    assert peak - _replay_peak(valid)[1] < otlp_file.MAX_MESSAGE_BYTES + (32 << 20)
+
+
 def test_lines_and_messages_are_bounded_by_the_documented_limits(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -225,4 +362,10 @@ def test_lines_and_messages_are_bounded_by_the_documented_limits(
         list(read_spans(large))
     large.write_bytes(b"\x0a\x05" + b"x" * 2000)  # one message, not length-prefixed
     with pytest.raises(OtlpFileError, match="larger than 1000 bytes as one message"):
+        list(read_spans(large))
+    first, _ = _zstd_messages(tmp_path)
+    large.write_bytes(_prefixed(first, zstandard.ZstdCompressor().compress(b"\x0a" * 2000)))
+    with pytest.raises(
+        OtlpFileError, match=rf"message 2 \(byte {4 + len(first)}\) decompresses to more than 1000"
+    ):
         list(read_spans(large))

@@ -1,25 +1,36 @@
 """OTLP trace files: written as the Collector's ``file`` exporter writes them, and read back.
 
 JSON (the file exporter's default): one ``ExportTraceServiceRequest`` per line in OTLP/JSON
-(lowerCamelCase names, trace and span ids as hex, enums as integers). Protobuf: messages each
-preceded by its length (4 bytes, big-endian), as the file exporter writes ``format: proto``, or a
-single message (an OTLP/HTTP request body). Either may be gzip-compressed.
+(lowerCamelCase names, trace and span ids as hex, enums as integers); ``{}`` is a request with no
+spans (protobuf's JSON mapping leaves empty lists out). Protobuf: messages each preceded by its
+length (4 bytes, big-endian), as the file exporter writes ``format: proto``, or a single message
+(an OTLP/HTTP request body); a zero-length message is a request with no spans. With
+``compression: zstd`` the file exporter compresses each message on its own and writes it
+length-prefixed, for ``format: json`` as well: a message may be a zstd frame, holding protobuf
+or one OTLP/JSON request. A whole file may be gzip- or zstd-compressed (``gzip``, ``zstd``, or
+the file exporter's file-level compression); zstd needs the ``zstd`` extra (``zstandard``),
+imported only when a zstd frame is met. A JSON file may start with a UTF-8 byte-order mark
+(Notepad, PowerShell), which is skipped, or be UTF-16 with its mark (Windows PowerShell 5's
+``>``), which is read as UTF-8, a chunk at a time.
 
 Files are read as a stream, a request at a time: memory holds one line or message (at most
-:data:`MAX_LINE_BYTES` / :data:`MAX_MESSAGE_BYTES`), whatever the file's size. Anything that is
-not OTLP traces is an :class:`OtlpFileError` naming the file and the line or byte.
+:data:`MAX_LINE_BYTES` / :data:`MAX_MESSAGE_BYTES`, decompressed), whatever the file's size,
+and decompression goes a step at a time, so a compression bomb is an error, not a full memory.
+Anything that is not OTLP traces is an :class:`OtlpFileError` naming the file and the line or
+message and byte.
 """
 
 from __future__ import annotations
 
 import base64
+import codecs
 import gzip
 import json
 import os
 import threading
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import IO, TYPE_CHECKING, Any, cast
+from typing import IO, TYPE_CHECKING, Any, Protocol, cast
 
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
@@ -33,11 +44,13 @@ from .otlp_spans import (
 )
 
 if TYPE_CHECKING:
+    import zstandard
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
         ExportTraceServiceRequest,
     )
 
-# protobuf's modules are imported where they are used: replaying OTLP/JSON never loads them.
+# protobuf's modules are imported where they are used: replaying OTLP/JSON never loads them;
+# zstandard likewise, and only where a zstd frame is met (it is an optional extra).
 
 __all__ = [
     "MAX_LINE_BYTES",
@@ -54,10 +67,21 @@ MAX_LINE_BYTES = 64 << 20
 """The longest line of OTLP/JSON read (64 MiB; an indented single document too): a longer one
 is an error, so a file without line breaks cannot take all memory."""
 MAX_MESSAGE_BYTES = 64 << 20
-"""The largest protobuf message read (64 MiB): a larger length is an error, for the same reason."""
+"""The largest protobuf message read (64 MiB), decompressed: a larger length, or a zstd message
+that decompresses to more, is an error, for the same reason."""
 _CHUNK = 1 << 20
 """How much of the file is read at a time."""
 _WHITESPACE = b" \t\r\n"
+_GZIP_MAGIC = b"\x1f\x8b"
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+"""A zstd frame's first bytes; as a length prefix they would say 651 MiB, out of range, so a
+file or message that starts with them is zstd, never a message length or protobuf."""
+_ZSTD_STEP = 256
+"""Compressed bytes handed to zstd at a time. No zstd block holds more than 128 KiB, and none
+takes fewer than 4 bytes, so a step yields at most 8 MiB however the data was made: what is
+decompressed stays within a step of what is wanted."""
+_UTF8_BOM = b"\xef\xbb\xbf"
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 
 class OtlpFileError(ValueError):
@@ -135,27 +159,39 @@ def read_spans(
     except OSError as exc:
         raise OtlpFileError(f"{name}: cannot read: {exc.strerror}") from None
     with raw:
-        gzipped = raw.read(2) == b"\x1f\x8b"
+        magic = raw.read(4)
+        compression = (
+            "gzip" if magic[:2] == _GZIP_MAGIC else "zstd" if magic == _ZSTD_MAGIC else None
+        )
         raw.seek(0)
-        counted = _Counted(raw, total, progress)
-        source = _Source(name, counted, gzipped)
-        head, blank, skipped = source.read(_CHUNK), 0, False
+        source = _Source(name, _Counted(raw, total, progress), compression)
+        head = source.read(_CHUNK)
+        text: _Reader = source
+        plain = True  # the data as is: no byte-order mark taken off, no UTF-16 read as UTF-8
+        if head.startswith(_UTF8_BOM):
+            head, plain = head[len(_UTF8_BOM) :], False
+        elif head[:2] in _UTF16_BOMS:
+            utf16 = _Utf16(name, source)
+            text, head, plain = utf16, utf16.decode(head), False
+        blank, skipped = 0, False
         while head and not head.strip(_WHITESPACE):  # blank lines only, so far: not kept
             blank += head.count(b"\n")
-            head, skipped = source.read(_CHUNK), True
+            head, skipped = text.read(_CHUNK), True
         if not head:
             raise OtlpFileError(f"{name}: the file is empty")
         first = head.lstrip(_WHITESPACE)[:1]
         if first in (b"{", b"["):
-            spans = _from_json(name, head, blank, source)
-            if head[:1] == _BODY_START and not skipped:
+            spans = _from_json(name, head, blank, text)
+            if head[:1] == _BODY_START and not skipped and plain:
 
                 def body() -> Iterator[RecordedSpan]:
                     raw.seek(0)
-                    again = _Source(name, _Counted(raw, total, progress), gzipped)
+                    again = _Source(name, _Counted(raw, total, progress), compression)
                     return _from_protobuf(name, again.read(_CHUNK), again)
 
                 spans = _json_else_body(spans, body)
+        elif not plain:
+            raise OtlpFileError(f"{name}: a text file (with a byte-order mark), not OTLP/JSON")
         elif skipped:  # a protobuf file starts with a message, not a megabyte of blanks
             raise OtlpFileError(f"{name}: neither OTLP/JSON nor OTLP protobuf traces")
         else:
@@ -197,6 +233,12 @@ def _json_else_body(
     yield from spans
 
 
+class _Reader(Protocol):
+    def read(self, size: int) -> bytes:
+        """Up to ``size`` bytes (of UTF-16 text: about that much): empty only at the end."""
+        ...
+
+
 class _Counted:
     """A binary file that reports how far it has been read."""
 
@@ -211,14 +253,24 @@ class _Counted:
         return data
 
 
-class _Source:
-    """The file's bytes (decompressed if gzipped), read whole-sized; gzip faults named."""
+class _Damaged(Exception):
+    """zstd data cut short or corrupt: ``what`` says which, ``detail`` how; the caller where."""
 
-    def __init__(self, name: str, counted: _Counted, gzipped: bool) -> None:
-        self._name, self._counted = name, counted
-        self._stream: gzip.GzipFile | _Counted = (
-            gzip.GzipFile(fileobj=cast(IO[bytes], counted), mode="rb") if gzipped else counted
-        )
+    def __init__(self, what: str, detail: str) -> None:
+        super().__init__(what, detail)
+        self.what, self.detail = what, detail
+
+
+class _Source:
+    """The file's bytes (decompressed if gzip or zstd), read whole-sized; faults named."""
+
+    def __init__(self, name: str, counted: _Counted, compression: str | None) -> None:
+        self._name = name
+        self._stream: gzip.GzipFile | _ZstdFile | _Counted = counted
+        if compression == "gzip":
+            self._stream = gzip.GzipFile(fileobj=cast(IO[bytes], counted), mode="rb")
+        elif compression == "zstd":
+            self._stream = _ZstdFile(counted, _Unzstd(name, "the file"))
         self.offset = 0
         """Bytes of (decompressed) data read so far."""
 
@@ -234,12 +286,120 @@ class _Source:
                     f"{self._name}: the gzip data is cut short or corrupt after byte "
                     f"{self.offset} of its content ({str(exc) or type(exc).__name__})"
                 ) from None
+            except _Damaged as exc:
+                raise OtlpFileError(
+                    f"{self._name}: the zstd data is {exc.what} after byte {self.offset} of its "
+                    f"content ({exc.detail})"
+                ) from None
             if not data:
                 break
             parts.append(data)
             self.offset += len(data)
             wanted -= len(data)
         return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+class _Unzstd:
+    """zstd frames, one after another, decompressed a step at a time, each checked complete.
+
+    zstandard's own readers stop quietly where a frame is cut short, and its one-call
+    decompression holds whatever a frame decompresses to: a decompression object per frame,
+    fed :data:`_ZSTD_STEP` bytes at a time, says both where a frame ends and how far it is.
+    """
+
+    def __init__(self, name: str, what: str) -> None:
+        """``what``: the file, or the message, for the error when zstandard is not installed."""
+        try:
+            import zstandard
+        except ImportError:
+            raise OtlpFileError(
+                f"{name}: {what} is zstd-compressed: reading it needs the zstandard package "
+                "(pip install 'otel-loopguard[zstd]')"
+            ) from None
+        self._new = zstandard.ZstdDecompressor().decompressobj
+        self._error = zstandard.ZstdError
+        self._frame: zstandard.ZstdDecompressionObj | None = None
+
+    def step(self, data: bytes) -> bytes:
+        """What ``data`` (at most :data:`_ZSTD_STEP` bytes) decompresses to: at most 8 MiB."""
+        out: list[bytes] = []
+        while data:
+            if self._frame is None:
+                self._frame = self._new()
+            try:
+                out.append(self._frame.decompress(data))
+            except self._error as exc:
+                raise _Damaged("corrupt", str(exc)) from None
+            if self._frame.eof:  # what is left starts the next frame
+                data, self._frame = self._frame.unused_data, None
+            else:
+                data = b""
+        return out[0] if len(out) == 1 else b"".join(out)
+
+    def end(self) -> None:
+        """The data ends here: a frame begun and not finished is cut short."""
+        if self._frame is not None:
+            raise _Damaged("cut short", "its last frame is not complete")
+
+
+class _ZstdFile:
+    """A zstd-compressed file's content (one frame or many, as the ``zstd`` command or the
+    file exporter's file-level compression writes it): at most a step's output held unread."""
+
+    def __init__(self, counted: _Counted, unzstd: _Unzstd) -> None:
+        self._counted, self._unzstd = counted, unzstd
+        self._data, self._at = b"", 0  # compressed bytes read from the file, and used
+        self._out, self._read = b"", 0  # a step's output, and how much of it has been read
+        self._ended = False
+
+    def read(self, size: int) -> bytes:
+        parts: list[bytes] = []
+        wanted = size
+        while wanted > 0:
+            if self._read < len(self._out):
+                part = self._out[self._read : self._read + wanted]
+                self._read += len(part)
+                parts.append(part)
+                wanted -= len(part)
+            elif self._ended:
+                break
+            elif self._at < len(self._data):
+                self._out = self._unzstd.step(self._data[self._at : self._at + _ZSTD_STEP])
+                self._read, self._at = 0, self._at + _ZSTD_STEP
+            else:
+                self._data, self._at = self._counted.read(_CHUNK), 0
+                if not self._data:
+                    self._ended = True
+                    self._unzstd.end()
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+class _Utf16:
+    """UTF-16 text (after its byte-order mark) read as UTF-8, a chunk at a time: Windows
+    PowerShell 5 writes UTF-16 with ``>`` and ``Out-File``, and JSON is what it can write."""
+
+    def __init__(self, name: str, source: _Source) -> None:
+        self._name, self._source = name, source
+        self._decoder = codecs.getincrementaldecoder("utf-16")()  # reads the mark, and the order
+        self._offset = 0
+
+    def decode(self, data: bytes) -> bytes:
+        try:
+            text = self._decoder.decode(data, final=not data)
+        except UnicodeDecodeError as exc:
+            raise OtlpFileError(
+                f"{self._name}: not UTF-16 text near byte {self._offset + exc.start} "
+                f"(it starts with a UTF-16 byte-order mark; {exc.reason})"
+            ) from None
+        self._offset += len(data)
+        return text.encode("utf-8")
+
+    def read(self, size: int) -> bytes:
+        while True:
+            data = self._source.read(size)
+            text = self.decode(data)
+            if text or not data:
+                return text
 
 
 # -- OTLP/JSON ----------------------------------------------------------------------------------
@@ -267,7 +427,7 @@ def _json_parser() -> Callable[[bytes], Any]:
     return loads
 
 
-def _from_json(name: str, head: bytes, blank: int, source: _Source) -> Iterator[RecordedSpan]:
+def _from_json(name: str, head: bytes, blank: int, source: _Reader) -> Iterator[RecordedSpan]:
     """``blank``: the blank lines before ``head``."""
     lines = _lines(name, head, blank, source)
     first = blank + _first_line(head)
@@ -280,12 +440,14 @@ def _from_json(name: str, head: bytes, blank: int, source: _Source) -> Iterator[
         except ValueError as exc:  # bad JSON, or bad UTF-8
             if number == first:  # not one request per line: one (indented) document
                 rest = [line, *(text for _, text in lines)]
-                yield from _requests(name, number, _document(name, rest))
+                yield from _requests(name, f"line {number}", _document(name, rest))
                 return
-            raise OtlpFileError(f"{name}: line {number} is not JSON ({_why(exc)})") from None
+            raise OtlpFileError(
+                f"{name}: line {number} is not JSON ({_why(exc, 'line')})"
+            ) from None
         except RecursionError:
             raise OtlpFileError(f"{name}: line {number} is nested too deeply") from None
-        yield from _requests(name, number, document)
+        yield from _requests(name, f"line {number}", document)
 
 
 def _first_line(head: bytes) -> int:
@@ -294,7 +456,7 @@ def _first_line(head: bytes) -> int:
     return head.count(b"\n", 0, blank) + 1
 
 
-def _lines(name: str, head: bytes, number: int, source: _Source) -> Iterator[tuple[int, bytes]]:
+def _lines(name: str, head: bytes, number: int, source: _Reader) -> Iterator[tuple[int, bytes]]:
     """The data's lines from ``head`` on, numbered after ``number``, each at most
     :data:`MAX_LINE_BYTES`."""
     pending: list[bytes] = []  # the start of a line that goes on in the next chunk
@@ -353,33 +515,37 @@ def _document(name: str, lines: list[bytes]) -> Any:
     except json.JSONDecodeError as exc:
         raise OtlpFileError(f"{name}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
     except ValueError as exc:
-        raise OtlpFileError(f"{name}: not JSON ({_why(exc)})") from None
+        raise OtlpFileError(f"{name}: not JSON ({_why(exc, 'document')})") from None
     except RecursionError:
         raise OtlpFileError(f"{name}: the JSON is nested too deeply") from None
 
 
-def _why(exc: ValueError) -> str:
+def _why(exc: ValueError, of: str) -> str:
+    """What is wrong with the JSON of a line, message or document (``of``)."""
     if isinstance(exc, json.JSONDecodeError):
         return exc.msg
     if isinstance(exc, UnicodeDecodeError):
-        return f"not UTF-8 at byte {exc.start} of the line"
+        return f"not UTF-8 at byte {exc.start} of the {of}"
     return type(exc).__name__
 
 
-def _requests(name: str, line: int, document: Any) -> Iterator[RecordedSpan]:
+def _requests(name: str, where: str, document: Any) -> Iterator[RecordedSpan]:
+    """The spans of the requests in a JSON document; ``where``: its line, or message and byte."""
     documents = document if isinstance(document, list) else [document]
     for item in documents:
+        if item == {}:  # an empty request: protobuf's JSON mapping leaves out the empty list
+            continue
         if not isinstance(item, dict) or "resourceSpans" not in item:
             keys = sorted(map(str, item))[:5] if isinstance(item, dict) else type(item).__name__
             raise OtlpFileError(
-                f"{name}: line {line} is not OTLP traces (no 'resourceSpans'; found {keys}); "
+                f"{name}: {where} is not OTLP traces (no 'resourceSpans'; found {keys}); "
                 "expected what the Collector's file exporter or `otel-loopguard demo "
                 "--export-file` writes"
             )
         try:
             spans = spans_from_json(item)
         except MalformedRequest as exc:
-            raise OtlpFileError(f"{name}: line {line} is not OTLP traces: {exc}") from None
+            raise OtlpFileError(f"{name}: {where} is not OTLP traces: {exc}") from None
         yield from spans
 
 
@@ -387,8 +553,7 @@ def _requests(name: str, line: int, document: Any) -> Iterator[RecordedSpan]:
 
 
 def _from_protobuf(name: str, head: bytes, source: _Source) -> Iterator[RecordedSpan]:
-    size = int.from_bytes(head[:4], "big")
-    if len(head) >= 4 and 0 < size <= MAX_MESSAGE_BYTES:
+    if _length_prefixed_start(head):
         yield from _length_prefixed(name, head, source)
         return
     # One message (an OTLP/HTTP body) starts with its first field's tag: field 1, a message.
@@ -417,10 +582,10 @@ def _length_prefixed(name: str, head: bytes, source: _Source) -> Iterator[Record
         offset = source.offset - (len(buffered) - at)
         size = int.from_bytes(buffered[at : at + 4], "big")
         number += 1
-        if not 0 < size <= MAX_MESSAGE_BYTES:
+        if size > MAX_MESSAGE_BYTES:
             raise OtlpFileError(
                 f"{name}: message {number} (byte {offset}) has length {size}: not "
-                f"length-prefixed OTLP protobuf (lengths run from 1 to {MAX_MESSAGE_BYTES})"
+                f"length-prefixed OTLP protobuf (lengths run from 0 to {MAX_MESSAGE_BYTES})"
             )
         at += 4
         if len(buffered) - at < size:
@@ -435,7 +600,62 @@ def _length_prefixed(name: str, head: bytes, source: _Source) -> Iterator[Record
         at += size
 
 
-def _message(name: str, number: int, offset: int, data: bytes) -> list[RecordedSpan]:
+def _length_prefixed_start(head: bytes) -> bool:
+    """Whether the data starts as length-prefixed messages: its first length that is not 0 (an
+    empty request) is in range and within ``head``, or ``head`` is all of the data and empty
+    requests only. Not a megabyte of zeros: read as empty requests, it would be read to its end
+    before being found to hold nothing."""
+    empty = (len(head) - len(head.lstrip(b"\0"))) // 4 * 4
+    if len(head) - empty >= 4:
+        return 0 < int.from_bytes(head[empty : empty + 4], "big") <= MAX_MESSAGE_BYTES
+    return empty > 0 and len(head) < _CHUNK
+
+
+def _message(name: str, number: int, offset: int, data: bytes) -> Iterator[RecordedSpan]:
+    """A message's spans: protobuf, or one OTLP/JSON request, either maybe a zstd frame."""
+    where = f"message {number} (byte {offset})"
+    if data[:4] == _ZSTD_MAGIC:  # the file exporter's `compression: zstd`
+        data = _unzstd_message(name, where, data)
+    # A protobuf request starts with field 1's tag (0x0a), never with "{" or "[".
+    if data[:1] in (b"{", b"["):
+        return _json_message(name, where, data)
+    return iter(_protobuf_message(name, where, data))
+
+
+def _unzstd_message(name: str, where: str, frame: bytes) -> bytes:
+    """A message that is a zstd frame (or frames), decompressed: at most
+    :data:`MAX_MESSAGE_BYTES`, found out a step at a time."""
+    unzstd = _Unzstd(name, where)
+    parts: list[bytes] = []
+    size = 0
+    try:
+        for at in range(0, len(frame), _ZSTD_STEP):
+            out = unzstd.step(frame[at : at + _ZSTD_STEP])
+            size += len(out)
+            if size > MAX_MESSAGE_BYTES:
+                raise OtlpFileError(
+                    f"{name}: {where} decompresses to more than {_size(MAX_MESSAGE_BYTES)}"
+                )
+            parts.append(out)
+        unzstd.end()
+    except _Damaged as exc:
+        raise OtlpFileError(
+            f"{name}: {where}: its zstd data is {exc.what} ({exc.detail})"
+        ) from None
+    return b"".join(parts)
+
+
+def _json_message(name: str, where: str, data: bytes) -> Iterator[RecordedSpan]:
+    try:
+        document = _json_parser()(data)
+    except ValueError as exc:
+        raise OtlpFileError(f"{name}: {where} is not JSON ({_why(exc, 'message')})") from None
+    except RecursionError:
+        raise OtlpFileError(f"{name}: {where} is nested too deeply") from None
+    return _requests(name, where, document)
+
+
+def _protobuf_message(name: str, where: str, data: bytes) -> list[RecordedSpan]:
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
         ExportTraceServiceRequest,
     )
@@ -445,7 +665,6 @@ def _message(name: str, number: int, offset: int, data: bytes) -> list[RecordedS
         request.ParseFromString(data)
     except Exception:  # protobuf's DecodeError, or anything its parser raises
         raise OtlpFileError(
-            f"{name}: message {number} (byte {offset}) is neither OTLP/JSON nor OTLP protobuf "
-            "traces"
+            f"{name}: {where} is neither OTLP/JSON nor OTLP protobuf traces"
         ) from None
     return spans_from_proto(request)
