@@ -23,18 +23,28 @@ message and byte.
 from __future__ import annotations
 
 import base64
-import codecs
-import gzip
 import json
 import os
 import threading
-import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import IO, TYPE_CHECKING, Any, Protocol, cast
+from typing import IO, TYPE_CHECKING, Any
 
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+from .file_bytes import (
+    CHUNK,
+    GZIP_MAGIC,
+    ZSTD_MAGIC,
+    ZSTD_STEP,
+    Counted,
+    Damaged,
+    OtlpFileError,
+    Reader,
+    Source,
+    Unzstd,
+    Utf16,
+)
 from .otlp_spans import (
     MalformedRequest,
     RecordedEvent,
@@ -44,13 +54,12 @@ from .otlp_spans import (
 )
 
 if TYPE_CHECKING:
-    import zstandard
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
         ExportTraceServiceRequest,
     )
 
-# protobuf's modules are imported where they are used: replaying OTLP/JSON never loads them;
-# zstandard likewise, and only where a zstd frame is met (it is an optional extra).
+# protobuf's modules are imported where they are used: replaying OTLP/JSON never loads them.
+# The file's bytes (decompressed, decoded, counted) come from file_bytes.py.
 
 __all__ = [
     "MAX_LINE_BYTES",
@@ -69,23 +78,9 @@ is an error, so a file without line breaks cannot take all memory."""
 MAX_MESSAGE_BYTES = 64 << 20
 """The largest protobuf message read (64 MiB), decompressed: a larger length, or a zstd message
 that decompresses to more, is an error, for the same reason."""
-_CHUNK = 1 << 20
-"""How much of the file is read at a time."""
 _WHITESPACE = b" \t\r\n"
-_GZIP_MAGIC = b"\x1f\x8b"
-_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
-"""A zstd frame's first bytes; as a length prefix they would say 651 MiB, out of range, so a
-file or message that starts with them is zstd, never a message length or protobuf."""
-_ZSTD_STEP = 256
-"""Compressed bytes handed to zstd at a time. No zstd block holds more than 128 KiB, and none
-takes fewer than 4 bytes, so a step yields at most 8 MiB however the data was made: what is
-decompressed stays within a step of what is wanted."""
 _UTF8_BOM = b"\xef\xbb\xbf"
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
-
-
-class OtlpFileError(ValueError):
-    """A file that is not OTLP traces: the message says where and what was found."""
 
 
 # -- writing ------------------------------------------------------------------------------------
@@ -160,23 +155,21 @@ def read_spans(
         raise OtlpFileError(f"{name}: cannot read: {exc.strerror}") from None
     with raw:
         magic = raw.read(4)
-        compression = (
-            "gzip" if magic[:2] == _GZIP_MAGIC else "zstd" if magic == _ZSTD_MAGIC else None
-        )
+        compression = "gzip" if magic[:2] == GZIP_MAGIC else "zstd" if magic == ZSTD_MAGIC else None
         raw.seek(0)
-        source = _Source(name, _Counted(raw, total, progress), compression)
-        head = source.read(_CHUNK)
-        text: _Reader = source
+        source = Source(name, Counted(raw, total, progress), compression)
+        head = source.read(CHUNK)
+        text: Reader = source
         plain = True  # the data as is: no byte-order mark taken off, no UTF-16 read as UTF-8
         if head.startswith(_UTF8_BOM):
             head, plain = head[len(_UTF8_BOM) :], False
         elif head[:2] in _UTF16_BOMS:
-            utf16 = _Utf16(name, source)
+            utf16 = Utf16(name, source)
             text, head, plain = utf16, utf16.decode(head), False
         blank, skipped = 0, False
         while head and not head.strip(_WHITESPACE):  # blank lines only, so far: not kept
             blank += head.count(b"\n")
-            head, skipped = text.read(_CHUNK), True
+            head, skipped = text.read(CHUNK), True
         if not head:
             raise OtlpFileError(f"{name}: the file is empty")
         first = head.lstrip(_WHITESPACE)[:1]
@@ -186,8 +179,8 @@ def read_spans(
 
                 def body() -> Iterator[RecordedSpan]:
                     raw.seek(0)
-                    again = _Source(name, _Counted(raw, total, progress), compression)
-                    return _from_protobuf(name, again.read(_CHUNK), again)
+                    again = Source(name, Counted(raw, total, progress), compression)
+                    return _from_protobuf(name, again.read(CHUNK), again)
 
                 spans = _json_else_body(spans, body)
         elif not plain:
@@ -233,175 +226,6 @@ def _json_else_body(
     yield from spans
 
 
-class _Reader(Protocol):
-    def read(self, size: int) -> bytes:
-        """Up to ``size`` bytes (of UTF-16 text: about that much): empty only at the end."""
-        ...
-
-
-class _Counted:
-    """A binary file that reports how far it has been read."""
-
-    def __init__(self, raw: IO[bytes], total: int, progress: Callable[[int, int], None] | None):
-        self._raw, self._total, self._progress, self.done = raw, total, progress, 0
-
-    def read(self, size: int = -1) -> bytes:
-        data = self._raw.read(size)
-        self.done += len(data)
-        if self._progress is not None and data:
-            self._progress(min(self.done, self._total), self._total)
-        return data
-
-
-class _Damaged(Exception):
-    """zstd data cut short or corrupt: ``what`` says which, ``detail`` how; the caller where."""
-
-    def __init__(self, what: str, detail: str) -> None:
-        super().__init__(what, detail)
-        self.what, self.detail = what, detail
-
-
-class _Source:
-    """The file's bytes (decompressed if gzip or zstd), read whole-sized; faults named."""
-
-    def __init__(self, name: str, counted: _Counted, compression: str | None) -> None:
-        self._name = name
-        self._stream: gzip.GzipFile | _ZstdFile | _Counted = counted
-        if compression == "gzip":
-            self._stream = gzip.GzipFile(fileobj=cast(IO[bytes], counted), mode="rb")
-        elif compression == "zstd":
-            self._stream = _ZstdFile(counted, _Unzstd(name, "the file"))
-        self.offset = 0
-        """Bytes of (decompressed) data read so far."""
-
-    def read(self, size: int) -> bytes:
-        """Up to ``size`` bytes: fewer only at the end of the data."""
-        parts: list[bytes] = []
-        wanted = size
-        while wanted > 0:
-            try:
-                data = self._stream.read(min(wanted, _CHUNK))
-            except (EOFError, OSError, zlib.error) as exc:  # gzip cut short or corrupt
-                raise OtlpFileError(
-                    f"{self._name}: the gzip data is cut short or corrupt after byte "
-                    f"{self.offset} of its content ({str(exc) or type(exc).__name__})"
-                ) from None
-            except _Damaged as exc:
-                raise OtlpFileError(
-                    f"{self._name}: the zstd data is {exc.what} after byte {self.offset} of its "
-                    f"content ({exc.detail})"
-                ) from None
-            if not data:
-                break
-            parts.append(data)
-            self.offset += len(data)
-            wanted -= len(data)
-        return parts[0] if len(parts) == 1 else b"".join(parts)
-
-
-class _Unzstd:
-    """zstd frames, one after another, decompressed a step at a time, each checked complete.
-
-    zstandard's own readers stop quietly where a frame is cut short, and its one-call
-    decompression holds whatever a frame decompresses to: a decompression object per frame,
-    fed :data:`_ZSTD_STEP` bytes at a time, says both where a frame ends and how far it is.
-    """
-
-    def __init__(self, name: str, what: str) -> None:
-        """``what``: the file, or the message, for the error when zstandard is not installed."""
-        try:
-            import zstandard
-        except ImportError:
-            raise OtlpFileError(
-                f"{name}: {what} is zstd-compressed: reading it needs the zstandard package "
-                "(pip install 'otel-loopguard[zstd]')"
-            ) from None
-        self._new = zstandard.ZstdDecompressor().decompressobj
-        self._error = zstandard.ZstdError
-        self._frame: zstandard.ZstdDecompressionObj | None = None
-
-    def step(self, data: bytes) -> bytes:
-        """What ``data`` (at most :data:`_ZSTD_STEP` bytes) decompresses to: at most 8 MiB."""
-        out: list[bytes] = []
-        while data:
-            if self._frame is None:
-                self._frame = self._new()
-            try:
-                out.append(self._frame.decompress(data))
-            except self._error as exc:
-                raise _Damaged("corrupt", str(exc)) from None
-            if self._frame.eof:  # what is left starts the next frame
-                data, self._frame = self._frame.unused_data, None
-            else:
-                data = b""
-        return out[0] if len(out) == 1 else b"".join(out)
-
-    def end(self) -> None:
-        """The data ends here: a frame begun and not finished is cut short."""
-        if self._frame is not None:
-            raise _Damaged("cut short", "its last frame is not complete")
-
-
-class _ZstdFile:
-    """A zstd-compressed file's content (one frame or many, as the ``zstd`` command or the
-    file exporter's file-level compression writes it): at most a step's output held unread."""
-
-    def __init__(self, counted: _Counted, unzstd: _Unzstd) -> None:
-        self._counted, self._unzstd = counted, unzstd
-        self._data, self._at = b"", 0  # compressed bytes read from the file, and used
-        self._out, self._read = b"", 0  # a step's output, and how much of it has been read
-        self._ended = False
-
-    def read(self, size: int) -> bytes:
-        parts: list[bytes] = []
-        wanted = size
-        while wanted > 0:
-            if self._read < len(self._out):
-                part = self._out[self._read : self._read + wanted]
-                self._read += len(part)
-                parts.append(part)
-                wanted -= len(part)
-            elif self._ended:
-                break
-            elif self._at < len(self._data):
-                self._out = self._unzstd.step(self._data[self._at : self._at + _ZSTD_STEP])
-                self._read, self._at = 0, self._at + _ZSTD_STEP
-            else:
-                self._data, self._at = self._counted.read(_CHUNK), 0
-                if not self._data:
-                    self._ended = True
-                    self._unzstd.end()
-        return parts[0] if len(parts) == 1 else b"".join(parts)
-
-
-class _Utf16:
-    """UTF-16 text (after its byte-order mark) read as UTF-8, a chunk at a time: Windows
-    PowerShell 5 writes UTF-16 with ``>`` and ``Out-File``, and JSON is what it can write."""
-
-    def __init__(self, name: str, source: _Source) -> None:
-        self._name, self._source = name, source
-        self._decoder = codecs.getincrementaldecoder("utf-16")()  # reads the mark, and the order
-        self._offset = 0
-
-    def decode(self, data: bytes) -> bytes:
-        try:
-            text = self._decoder.decode(data, final=not data)
-        except UnicodeDecodeError as exc:
-            raise OtlpFileError(
-                f"{self._name}: not UTF-16 text near byte {self._offset + exc.start} "
-                f"(it starts with a UTF-16 byte-order mark; {exc.reason})"
-            ) from None
-        self._offset += len(data)
-        return text.encode("utf-8")
-
-    def read(self, size: int) -> bytes:
-        while True:
-            data = self._source.read(size)
-            text = self.decode(data)
-            if text or not data:
-                return text
-
-
 # -- OTLP/JSON ----------------------------------------------------------------------------------
 
 
@@ -427,7 +251,7 @@ def _json_parser() -> Callable[[bytes], Any]:
     return loads
 
 
-def _from_json(name: str, head: bytes, blank: int, source: _Reader) -> Iterator[RecordedSpan]:
+def _from_json(name: str, head: bytes, blank: int, source: Reader) -> Iterator[RecordedSpan]:
     """``blank``: the blank lines before ``head``."""
     lines = _lines(name, head, blank, source)
     first = blank + _first_line(head)
@@ -456,7 +280,7 @@ def _first_line(head: bytes) -> int:
     return head.count(b"\n", 0, blank) + 1
 
 
-def _lines(name: str, head: bytes, number: int, source: _Reader) -> Iterator[tuple[int, bytes]]:
+def _lines(name: str, head: bytes, number: int, source: Reader) -> Iterator[tuple[int, bytes]]:
     """The data's lines from ``head`` on, numbered after ``number``, each at most
     :data:`MAX_LINE_BYTES`."""
     pending: list[bytes] = []  # the start of a line that goes on in the next chunk
@@ -465,7 +289,7 @@ def _lines(name: str, head: bytes, number: int, source: _Reader) -> Iterator[tup
     while chunk:
         if not pending and not chunk.strip(_WHITESPACE):  # blank lines, in bulk
             number += chunk.count(b"\n")
-            chunk = source.read(_CHUNK)
+            chunk = source.read(CHUNK)
             continue
         at = 0
         while (end := chunk.find(b"\n", at)) != -1:
@@ -487,7 +311,7 @@ def _lines(name: str, head: bytes, number: int, source: _Reader) -> Iterator[tup
             size += len(chunk) - at
             if size > MAX_LINE_BYTES:
                 raise _too_long(name, number + 1)
-        chunk = source.read(_CHUNK)
+        chunk = source.read(CHUNK)
     if pending:
         yield number + 1, b"".join(pending)
 
@@ -552,7 +376,7 @@ def _requests(name: str, where: str, document: Any) -> Iterator[RecordedSpan]:
 # -- protobuf -----------------------------------------------------------------------------------
 
 
-def _from_protobuf(name: str, head: bytes, source: _Source) -> Iterator[RecordedSpan]:
+def _from_protobuf(name: str, head: bytes, source: Source) -> Iterator[RecordedSpan]:
     if _length_prefixed_start(head):
         yield from _length_prefixed(name, head, source)
         return
@@ -568,12 +392,12 @@ def _from_protobuf(name: str, head: bytes, source: _Source) -> Iterator[Recorded
     yield from _message(name, 1, 0, data)
 
 
-def _length_prefixed(name: str, head: bytes, source: _Source) -> Iterator[RecordedSpan]:
+def _length_prefixed(name: str, head: bytes, source: Source) -> Iterator[RecordedSpan]:
     """Messages each preceded by its length: read one at a time."""
     buffered, at, number = head, 0, 0
     while True:
         if len(buffered) - at < 4:
-            buffered = buffered[at:] + source.read(_CHUNK)
+            buffered = buffered[at:] + source.read(CHUNK)
             at = 0
             if not buffered:
                 return
@@ -608,13 +432,13 @@ def _length_prefixed_start(head: bytes) -> bool:
     empty = (len(head) - len(head.lstrip(b"\0"))) // 4 * 4
     if len(head) - empty >= 4:
         return 0 < int.from_bytes(head[empty : empty + 4], "big") <= MAX_MESSAGE_BYTES
-    return empty > 0 and len(head) < _CHUNK
+    return empty > 0 and len(head) < CHUNK
 
 
 def _message(name: str, number: int, offset: int, data: bytes) -> Iterator[RecordedSpan]:
     """A message's spans: protobuf, or one OTLP/JSON request, either maybe a zstd frame."""
     where = f"message {number} (byte {offset})"
-    if data[:4] == _ZSTD_MAGIC:  # the file exporter's `compression: zstd`
+    if data[:4] == ZSTD_MAGIC:  # the file exporter's `compression: zstd`
         data = _unzstd_message(name, where, data)
     # A protobuf request starts with field 1's tag (0x0a), never with "{" or "[".
     if data[:1] in (b"{", b"["):
@@ -625,12 +449,12 @@ def _message(name: str, number: int, offset: int, data: bytes) -> Iterator[Recor
 def _unzstd_message(name: str, where: str, frame: bytes) -> bytes:
     """A message that is a zstd frame (or frames), decompressed: at most
     :data:`MAX_MESSAGE_BYTES`, found out a step at a time."""
-    unzstd = _Unzstd(name, where)
+    unzstd = Unzstd(name, where)
     parts: list[bytes] = []
     size = 0
     try:
-        for at in range(0, len(frame), _ZSTD_STEP):
-            out = unzstd.step(frame[at : at + _ZSTD_STEP])
+        for at in range(0, len(frame), ZSTD_STEP):
+            out = unzstd.step(frame[at : at + ZSTD_STEP])
             size += len(out)
             if size > MAX_MESSAGE_BYTES:
                 raise OtlpFileError(
@@ -638,7 +462,7 @@ def _unzstd_message(name: str, where: str, frame: bytes) -> bytes:
                 )
             parts.append(out)
         unzstd.end()
-    except _Damaged as exc:
+    except Damaged as exc:
         raise OtlpFileError(
             f"{name}: {where}: its zstd data is {exc.what} ({exc.detail})"
         ) from None
