@@ -183,7 +183,7 @@ def test_a_broken_json_file_that_starts_like_a_protobuf_body_keeps_its_json_erro
 ) -> None:
     path = tmp_path / "traces.jsonl"
     path.write_text('\n{"resourceSpans": [\n')
-    with pytest.raises(OtlpFileError, match="invalid JSON at line 1: Expecting value"):
+    with pytest.raises(OtlpFileError, match="invalid JSON at line 2: Expecting value"):
         list(read_spans(path))
 
 

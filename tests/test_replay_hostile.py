@@ -369,3 +369,11 @@ def test_lines_and_messages_are_bounded_by_the_documented_limits(
         OtlpFileError, match=rf"message 2 \(byte {4 + len(first)}\) decompresses to more than 1000"
     ):
         list(read_spans(large))
+
+
+def test_an_error_in_a_json_document_after_blank_lines_names_the_files_line(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "traces.json"
+    path.write_text('\n\n{\n  "resourceSpans": [\n    {,}\n  ]\n}\n')
+    assert "invalid JSON at line 5: Expecting property name" in _replay_error(path)

@@ -264,7 +264,7 @@ def _from_json(name: str, head: bytes, blank: int, source: Reader) -> Iterator[R
         except ValueError as exc:  # bad JSON, or bad UTF-8
             if number == first:  # not one request per line: one (indented) document
                 rest = [line, *(text for _, text in lines)]
-                yield from _requests(name, f"line {number}", _document(name, rest))
+                yield from _requests(name, f"line {number}", _document(name, rest, number))
                 return
             raise OtlpFileError(
                 f"{name}: line {number} is not JSON ({_why(exc, 'line')})"
@@ -326,8 +326,9 @@ def _size(limit: int) -> str:
     return f"{limit >> 20} MiB" if limit % (1 << 20) == 0 else f"{limit} bytes"
 
 
-def _document(name: str, lines: list[bytes]) -> Any:
-    """A file that is one JSON document (the lines already bounded together, below)."""
+def _document(name: str, lines: list[bytes], first: int) -> Any:
+    """A file that is one JSON document (the lines already bounded together, below), from its
+    line ``first`` on."""
     text = b"\n".join(lines)
     if len(text) > MAX_LINE_BYTES:
         raise OtlpFileError(
@@ -337,7 +338,8 @@ def _document(name: str, lines: list[bytes]) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise OtlpFileError(f"{name}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+        line = first + exc.lineno - 1  # a line of the file, not of the document
+        raise OtlpFileError(f"{name}: invalid JSON at line {line}: {exc.msg}") from None
     except ValueError as exc:
         raise OtlpFileError(f"{name}: not JSON ({_why(exc, 'document')})") from None
     except RecursionError:
