@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -127,7 +128,12 @@ def test_a_protobuf_recording_replays_like_json(tmp_path: Path) -> None:
     bodies = _exported_bodies("recorded-app")
     path = tmp_path / "traces.binpb"
     path.write_bytes(b"".join(len(b).to_bytes(4, "big") + b for b in bodies))
-    result = run("replay", str(path))
+    assert_recorded_app_replayed(run("replay", str(path)))
+
+
+def assert_recorded_app_replayed(result: subprocess.CompletedProcess[str]) -> None:
+    """``replay``'s report of the app ``_exported_bodies("recorded-app")`` records: its 25 calls
+    of one tool, blocked at the 20th, aborted at the 22nd."""
     assert result.returncode == 0, result.stderr
     assert "invoke_agent app (recorded-app): 25 tool calls" in result.stdout
     assert "BLOCKED [generic_repeat, count 20]" in result.stdout

@@ -26,6 +26,7 @@ from otel_loopguard.otel.otlp_file import (
 
 from .helpers import tool_span
 from .test_cli import run
+from .test_replay import assert_recorded_app_replayed
 
 
 def _looping_run() -> list[ReadableSpan]:
@@ -91,13 +92,7 @@ def test_the_collectors_zstd_file_replays(
 ) -> None:
     path = tmp_path / "traces.zst"
     path.write_bytes(_collector_zstd(recorded, encode))
-    result = run("replay", str(path))
-    assert result.returncode == 0, result.stderr
-    assert "invoke_agent app (recorded-app): 25 tool calls" in result.stdout
-    assert "BLOCKED [generic_repeat, count 20]" in result.stdout
-    assert "aborted at call #22 of 25 (3 recorded calls after it would not have run)" in (
-        result.stdout
-    )
+    assert_recorded_app_replayed(run("replay", str(path)))
 
 
 @pytest.mark.parametrize("encode", ["proto", "json"])
