@@ -64,7 +64,9 @@ def spans_from_json(request: Mapping[str, Any]) -> list[RecordedSpan]:
         for scope_spans in _items(resource_spans.get("scopeSpans"), "scopeSpans"):
             for span in _items(scope_spans.get("spans"), "spans"):
                 status = _object(span.get("status"), "status")
-                message = _text(status.get("message"), "status.message")
+                message = status.get("message")  # the usual span: none
+                if message is not None:
+                    message = _text(message, "status.message")
                 out.append(
                     RecordedSpan(  # positional: a span's eleven fields by keyword cost far more
                         _id(span.get("traceId"), "traceId", _TRACE_ID_BYTES),
@@ -110,37 +112,33 @@ def _object(value: object, field: str) -> dict[str, Any]:
 
 
 _TRACE_ID_BYTES, _SPAN_ID_BYTES = 16, 8
-_HEX_DIGITS = "0123456789abcdef"
 
 
 def _id(value: object, field: str, size: int) -> str:
-    """A trace or span id as lowercase hex, as OTLP/JSON writes it (case-insensitive); one in
-    base64, as protobuf's own JSON mapping writes bytes (``MessageToJson``, some backends' APIs),
-    is turned into hex, so the same trace reads the same in either. Any other text is kept as it
-    is (files made by hand); missing or null: ``""``."""
-    if value is None or value == "":
+    """A trace or span id as OTLP/JSON writes it, hex, in lowercase (OTLP's ids are
+    case-insensitive); one in base64, as protobuf's own JSON mapping writes bytes
+    (``MessageToJson``, some backends' APIs), is turned into hex, so the same trace reads the
+    same in either. Other text is kept (files made by hand; lowercased where it has the length of
+    hex); missing or null: ``""``."""
+    if type(value) is str:
+        length = len(value)
+        if length == 2 * size:
+            return value.lower()
+        if length == 4 * -(-size // 3):  # the length of ``size`` bytes in padded base64
+            try:
+                raw = base64.b64decode(value, validate=True)
+            except ValueError:
+                return value
+            return raw.hex() if len(raw) == size else value
+        return value
+    if value is None:
         return ""
-    if not isinstance(value, str):
-        raise MalformedRequest(f"'{field}' is not a string (ids are hex text)")
-    if len(value) == 2 * size:
-        if not value.strip(_HEX_DIGITS):  # the usual id: lowercase hex already
-            return value
-        lowered = value.lower()
-        if not lowered.strip(_HEX_DIGITS):
-            return lowered
-    if len(value) == 4 * -(-size // 3):  # the length of ``size`` bytes in padded base64
-        try:
-            raw = base64.b64decode(value, validate=True)
-        except ValueError:
-            return value
-        if len(raw) == size:
-            return raw.hex()
-    return value
+    raise MalformedRequest(f"'{field}' is not a string (ids are hex text)")
 
 
 def _text(value: object, field: str) -> str:
     """A text field (missing or null: ``""``); a number is written as text, as JSON has it."""
-    if isinstance(value, str):
+    if type(value) is str:
         return value
     if value is None:
         return ""
