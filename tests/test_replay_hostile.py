@@ -377,3 +377,22 @@ def test_an_error_in_a_json_document_after_blank_lines_names_the_files_line(
     path = tmp_path / "traces.json"
     path.write_text('\n\n{\n  "resourceSpans": [\n    {,}\n  ]\n}\n')
     assert "invalid JSON at line 5: Expecting property name" in _replay_error(path)
+
+
+def test_a_message_with_a_string_that_is_not_utf8_says_what_protobuf_refuses(
+    tmp_path: Path,
+) -> None:
+    # The Collector writes strings as it received them; protobuf's parser refuses bytes that
+    # are not UTF-8 in a string field, and says only that it failed.
+    def message(name: bytes) -> bytes:
+        span = b"\x2a" + bytes([len(name)]) + name  # Span.name, field 5
+        scope = b"\x12" + bytes([len(span)]) + span  # ScopeSpans.spans, field 2
+        resource = b"\x12" + bytes([len(scope)]) + scope  # ResourceSpans.scope_spans, field 2
+        body = b"\x0a" + bytes([len(resource)]) + resource  # the request's resource_spans
+        return len(body).to_bytes(4, "big") + body
+
+    path = tmp_path / "traces.binpb"
+    path.write_bytes(message(b"execute_tool f"))
+    assert [span.name for span in read_spans(path)] == ["execute_tool f"]  # well built
+    path.write_bytes(message(b"execute_tool \xff\xfe"))
+    assert "a string that is not UTF-8" in _replay_error(path)

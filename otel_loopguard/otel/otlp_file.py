@@ -490,7 +490,10 @@ def _protobuf_message(name: str, where: str, data: bytes) -> list[RecordedSpan]:
     try:
         request.ParseFromString(data)
     except Exception:  # protobuf's DecodeError, or anything its parser raises
+        # The parser says no more than that it failed; a recording of well-framed messages
+        # fails so where a string holds bytes that are not UTF-8 (protobuf refuses them).
         raise OtlpFileError(
-            f"{name}: {where} is neither OTLP/JSON nor OTLP protobuf traces"
+            f"{name}: {where} is neither OTLP/JSON nor OTLP protobuf traces (protobuf's parser "
+            "refused it: bytes that are no protobuf message, or a string that is not UTF-8)"
         ) from None
     return spans_from_proto(request)
