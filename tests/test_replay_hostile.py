@@ -68,26 +68,6 @@ def _gzip_bytes() -> bytes:
     return gzip.compress((VALID * 2000).encode(), mtime=0)
 
 
-@pytest.mark.parametrize(
-    ("name", "content", "where"),
-    [
-        ("cut short", lambda: _gzip_bytes()[: len(_gzip_bytes()) // 2], "gzip data is cut short"),
-        (
-            "corrupt deflate data",
-            lambda: (lambda b: b[:40] + bytes(x ^ 0x5A for x in b[40:90]) + b[90:])(_gzip_bytes()),
-            "gzip data is cut short or corrupt",
-        ),
-        ("bad checksum", lambda: _gzip_bytes()[:-8] + b"\0" * 8, "gzip data is cut short"),
-    ],
-)
-def test_a_broken_gzip_file_is_one_clear_error(
-    tmp_path: Path, name: str, content: object, where: str
-) -> None:
-    path = tmp_path / "traces.jsonl.gz"
-    path.write_bytes(content())  # type: ignore[operator]  # the table's builders
-    assert where in _replay_error(path)
-
-
 def _zstd_bytes() -> bytes:
     """A file compressed by the zstd command (or the file exporter's file-level compression)."""
     return zstandard.ZstdCompressor(write_checksum=True).compress((VALID * 2000).encode())
@@ -97,27 +77,46 @@ def _zstd_bytes() -> bytes:
     ("name", "content", "where"),
     [
         (
-            "cut short",
+            "gzip cut short",
+            lambda: _gzip_bytes()[: len(_gzip_bytes()) // 2],
+            "gzip data is cut short",
+        ),
+        (
+            "gzip with corrupt deflate data",
+            lambda: (lambda b: b[:40] + bytes(x ^ 0x5A for x in b[40:90]) + b[90:])(_gzip_bytes()),
+            "gzip data is cut short or corrupt",
+        ),
+        (
+            "gzip with a bad checksum",
+            lambda: _gzip_bytes()[:-8] + b"\0" * 8,
+            "gzip data is cut short",
+        ),
+        (
+            "zstd cut short",
             lambda: _zstd_bytes()[: len(_zstd_bytes()) // 2],
             "the zstd data is cut short after byte",
         ),
         (
-            "corrupt",
+            "zstd corrupt",
             lambda: (lambda b: b[:20] + bytes(x ^ 0x5A for x in b[20:60]) + b[60:])(_zstd_bytes()),
             "the zstd data is corrupt after byte 0 of its content",
         ),
         (
-            "bad checksum",
+            "zstd with a bad checksum",
             lambda: _zstd_bytes()[:-4] + b"\0" * 4,
             "the zstd data is corrupt after byte",
         ),
-        ("garbage after", lambda: _zstd_bytes() + b"garbage", "the zstd data is corrupt after"),
+        (
+            "zstd with garbage after",
+            lambda: _zstd_bytes() + b"garbage",
+            "the zstd data is corrupt after",
+        ),
     ],
 )
-def test_a_broken_zstd_file_is_one_clear_error(
+def test_a_broken_compressed_file_is_one_clear_error(
     tmp_path: Path, name: str, content: object, where: str
 ) -> None:
-    path = tmp_path / "traces.jsonl.zst"
+    path = tmp_path / "traces.jsonl.compressed"
     path.write_bytes(content())  # type: ignore[operator]  # the table's builders
     assert where in _replay_error(path)
 
