@@ -23,6 +23,7 @@ message and byte.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import os
 import threading
@@ -156,8 +157,13 @@ def read_spans(
     with raw:
         magic = raw.read(4)
         compression = "gzip" if magic[:2] == GZIP_MAGIC else "zstd" if magic == ZSTD_MAGIC else None
-        raw.seek(0)
-        source = Source(name, Counted(raw, total, progress), compression)
+
+        def opened() -> Source:
+            """The file's data from its start (again, for a body first read as JSON)."""
+            raw.seek(0)
+            return Source(name, Counted(raw, total, progress), compression)
+
+        source = opened()
         head = source.read(CHUNK)
         text: Reader = source
         plain = True  # the data as is: no byte-order mark taken off, no UTF-16 read as UTF-8
@@ -178,8 +184,7 @@ def read_spans(
             if head[:1] == _BODY_START and not skipped and plain:
 
                 def body() -> Iterator[RecordedSpan]:
-                    raw.seek(0)
-                    again = Source(name, Counted(raw, total, progress), compression)
+                    again = opened()
                     return _from_protobuf(name, again.read(CHUNK), again)
 
                 spans = _json_else_body(spans, body)
@@ -229,6 +234,7 @@ def _json_else_body(
 # -- OTLP/JSON ----------------------------------------------------------------------------------
 
 
+@functools.cache
 def _json_parser() -> Callable[[bytes], Any]:
     """``json.loads``, by way of orjson where the ``fast`` extra installed it (twice as fast).
 
