@@ -144,7 +144,8 @@ PARTS = {
     "for_span": "a call's admission (state, detectors)",
     "end_span": "the outcome recorded (state, compaction guard)",
 }
-"""Our per-call path's parts, by the function that does each (engine/digests.py, state.py)."""
+"""Our per-call path's parts, by the function that does each (engine/identity/digests.py,
+engine/state/scope.py)."""
 
 
 def profile(

@@ -61,7 +61,7 @@ from opentelemetry.sdk.trace.export import (
 
 import otel_loopguard
 from otel_loopguard import LoopGuard, LoopGuardSpanProcessor
-from otel_loopguard.engine.digests import Digester, digest_outcome
+from otel_loopguard.engine.identity.digests import Digester, digest_outcome
 
 PACKAGE = str(Path(otel_loopguard.__file__).parent)
 Work = Callable[[TracerProvider, int], None]

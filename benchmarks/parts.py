@@ -21,8 +21,8 @@ import itertools
 from collections.abc import Iterator
 from typing import Any
 
-import otel_loopguard.engine.digests as digests
-import otel_loopguard.engine.fingerprint as fingerprint
+import otel_loopguard.engine.identity.digests as digests
+import otel_loopguard.engine.identity.fingerprint as fingerprint
 import otel_loopguard.otel.outcomes as outcomes
 from otel_loopguard.engine.records import ProposedCall
 

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 from .config.environment import ConfigWarning
 from .config.loading import ConfigError, load_config
 from .config.model import LoopDetectionConfig, LoopGuardConfig
-from .engine.store import InMemoryStore, Store, StoreStats
+from .engine.state.store import InMemoryStore, Store, StoreStats
 from .engine.verdict import CompactionLoopPersisted, LoopGuardError, ToolLoopBlocked, Verdict
 from .guard import LoopGuard
 from .processor import LoopGuardSpanProcessor

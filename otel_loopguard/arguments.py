@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .engine.names import bounded
+from .engine.identity.names import bounded
 
 __all__ = ["Misuse", "batch_arguments", "check_arguments", "described"]
 

@@ -37,10 +37,10 @@ from typing import Any, NamedTuple, Protocol
 from opentelemetry import trace
 
 from .config.settings import ResolvedConfig
-from .engine.digests import OutcomeDigest, digest_outcome
-from .engine.names import bounded
+from .engine.identity.digests import OutcomeDigest, digest_outcome
+from .engine.identity.names import bounded
 from .engine.records import ProposedCall
-from .engine.state import Decision, ScopeState
+from .engine.state.scope import Decision, ScopeState
 from .engine.verdict import Verdict
 from .otel import reader
 from .otel.annotations import Mark

@@ -15,11 +15,11 @@ from .config.environment import kill_switch, switched_off
 from .config.loading import ConfigSource, load_config
 from .config.model import LoopGuardConfig
 from .config.settings import GlobalSettings, Settings, resolve
-from .engine.digests import digest_call, digest_outcome
-from .engine.names import bounded
+from .engine.identity.digests import digest_call, digest_outcome
+from .engine.identity.names import bounded
 from .engine.records import UNRECORDED
-from .engine.state import ScopeState
-from .engine.store import InMemoryStore, Store, StoreStats
+from .engine.state.scope import ScopeState
+from .engine.state.store import InMemoryStore, Store, StoreStats
 from .engine.verdict import OK, Verdict, exception_for
 from .otel import conventions
 from .otel.annotations import Mark

@@ -20,8 +20,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from otel_loopguard.engine import canonical
-from otel_loopguard.engine.fingerprint import call_key, result_key, result_text
+from otel_loopguard.engine.identity import canonical
+from otel_loopguard.engine.identity.fingerprint import call_key, result_key, result_text
 
 
 class Level(enum.IntEnum):

@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 
 from otel_loopguard import load_config
 from otel_loopguard.config.settings import ResolvedConfig, resolve
-from otel_loopguard.engine import codec
-from otel_loopguard.engine.digests import digest_call, digest_outcome
+from otel_loopguard.engine.identity.digests import digest_call, digest_outcome
 from otel_loopguard.engine.records import CallRecord
-from otel_loopguard.engine.state import ScopeState
+from otel_loopguard.engine.state import codec
+from otel_loopguard.engine.state.scope import ScopeState
 from otel_loopguard.engine.verdict import Verdict
 
 CFG = resolve(

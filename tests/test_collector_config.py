@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from otel_loopguard.otel.otlp_file import RecordedSpan, read_spans
+from otel_loopguard.recorded.otlp_file import RecordedSpan, read_spans
 
 from .test_cli import run
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from otel_loopguard.config.loading import load_config
 from otel_loopguard.config.settings import resolve
-from otel_loopguard.engine.digests import digest_call, digest_outcome
-from otel_loopguard.engine.state import ScopeState
+from otel_loopguard.engine.identity.digests import digest_call, digest_outcome
+from otel_loopguard.engine.state.scope import ScopeState
 
 
 def run(n: int, changing: bool, config: dict[str, object]) -> list[tuple[int, str, bool]]:

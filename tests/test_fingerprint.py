@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from otel_loopguard.engine.fingerprint import (
+from otel_loopguard.engine.identity.fingerprint import (
     args_key,
     call_key,
     call_keys,
@@ -113,7 +113,7 @@ def test_an_ask_by_name_is_the_call_a_span_records_as_kwargs() -> None:
 
 def test_fingerprints_are_stable_across_processes() -> None:
     code = (
-        "from otel_loopguard.engine.fingerprint import call_key;"
+        "from otel_loopguard.engine.identity.fingerprint import call_key;"
         "print(call_key('read_file', {'b': [1, 2.5], 'a': 'é'})[0])"
     )
     results = set()

@@ -26,8 +26,8 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.trace import StatusCode
 
 from otel_loopguard import ConfigError, LoopGuard, RedisStore, Verdict
-from otel_loopguard.engine import codec
-from otel_loopguard.engine.state import ScopeState
+from otel_loopguard.engine.state import codec
+from otel_loopguard.engine.state.scope import ScopeState
 from otel_loopguard.stores.roundtrip import MAX_REPLY_BYTES
 
 from .helpers import Rig, rig, tool_span
@@ -322,7 +322,7 @@ DEEP_STATE = """
 import sys
 sys.setrecursionlimit(1_000_000)  # a host that raised it: the C parser would then recurse deep
 from otel_loopguard import LoopGuard, RedisStore
-from otel_loopguard.engine import codec
+from otel_loopguard.engine.state import codec
 import redis
 url, prefix = sys.argv[1], sys.argv[2]
 store = RedisStore(url, key_prefix=prefix, timeout=5.0)

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from otel_loopguard.engine.fingerprint import call_key, result_key, result_text
+from otel_loopguard.engine.identity.fingerprint import call_key, result_key, result_text
+from otel_loopguard.engine.identity.pyrepr import literal
 from otel_loopguard.engine.messages import TAG, message, strip_messages
-from otel_loopguard.engine.pyrepr import literal
 
 LIMIT = 60.0
 """Seconds: what the work needs in linear time is a few milliseconds."""
@@ -165,7 +165,7 @@ def test_text_that_is_no_repr_of_plain_data_is_not_parsed(text: str) -> None:
 
 SMALL_STACK = (
     "import threading\n"
-    "from otel_loopguard.engine.fingerprint import call_key, result_key\n"
+    "from otel_loopguard.engine.identity.fingerprint import call_key, result_key\n"
     "def digest():\n"
     "    for text in TEXTS:\n"
     "        call_key('tool', text)\n"
@@ -197,7 +197,7 @@ def test_a_python_repr_is_parsed_with_a_bounded_stack(texts: str) -> None:
 
 HIGH_LIMIT = (
     "import sys\n"
-    "from otel_loopguard.engine.fingerprint import call_key, result_key, result_text\n"
+    "from otel_loopguard.engine.identity.fingerprint import call_key, result_key, result_text\n"
     "sys.setrecursionlimit(10**6)\n"
     "VOLATILE = frozenset({'id'})\n"
     "PATTERNS = result_text(VOLATILE)\n"
@@ -290,7 +290,7 @@ def test_deep_structures_given_as_objects_are_safe_whatever_the_recursion_limit(
 
 def test_deeply_nested_envelopes_given_as_objects_are_safe() -> None:
     finishes(
-        "from otel_loopguard.engine.fingerprint import call_key, result_key\n"
+        "from otel_loopguard.engine.identity.fingerprint import call_key, result_key\n"
         "for key in ('kwargs', 'inputs'):\n"
         "    envelope = {'a': 1, 'b': 2}\n"
         "    for _ in range(100_000):\n"
@@ -302,7 +302,7 @@ def test_deeply_nested_envelopes_given_as_objects_are_safe() -> None:
 
 def test_objects_that_refer_to_themselves_or_share_parts_are_digested_in_bounded_time() -> None:
     finishes(
-        "from otel_loopguard.engine.fingerprint import call_key, result_key\n"
+        "from otel_loopguard.engine.identity.fingerprint import call_key, result_key\n"
         "cycle = {'name': 'node'}\n"
         "cycle['parent'] = cycle['child'] = cycle\n"
         "shared = [1]\n"
@@ -315,7 +315,7 @@ def test_objects_that_refer_to_themselves_or_share_parts_are_digested_in_bounded
 
 
 def test_only_the_ends_of_a_megabyte_exec_failure_are_blanked() -> None:
-    from otel_loopguard.engine.structured import MAX_FAILURE_CHARS, read
+    from otel_loopguard.engine.identity.structured import MAX_FAILURE_CHARS, read
 
     output = "1." * (1 << 20)  # every pattern's worst kind of text, 2 MB
     reading = read(

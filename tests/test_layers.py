@@ -33,7 +33,7 @@ def imported_modules(path: Path) -> set[str]:
 
 
 def modules_of(layer: str) -> list[Path]:
-    return sorted((PACKAGE / layer).glob("*.py"))
+    return sorted((PACKAGE / layer).rglob("*.py"))
 
 
 def forbidden(path: Path, prefixes: tuple[str, ...]) -> list[str]:
@@ -44,19 +44,19 @@ def forbidden(path: Path, prefixes: tuple[str, ...]) -> list[str]:
     )
 
 
-@pytest.mark.parametrize("path", modules_of("engine"), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", modules_of("engine"), ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_the_engine_imports_no_opentelemetry_and_no_outer_layer(path: Path) -> None:
     outer = ("otel_loopguard.otel", "otel_loopguard.cli", "otel_loopguard.guard")
     assert forbidden(path, ("opentelemetry", *outer)) == []
 
 
-@pytest.mark.parametrize("path", modules_of("config"), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", modules_of("config"), ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_the_config_layer_imports_neither_the_engine_nor_opentelemetry(path: Path) -> None:
     outer = ("otel_loopguard.engine", "otel_loopguard.otel", "otel_loopguard.cli")
     assert forbidden(path, ("opentelemetry", *outer)) == []
 
 
-@pytest.mark.parametrize("path", modules_of("stores"), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", modules_of("stores"), ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_the_shared_stores_import_no_opentelemetry_and_no_outer_layer(path: Path) -> None:
     outer = ("otel_loopguard.otel", "otel_loopguard.cli", "otel_loopguard.guard")
     assert forbidden(path, ("opentelemetry", *outer)) == []
@@ -67,7 +67,7 @@ def test_the_engine_does_not_import_the_shared_stores() -> None:
         assert forbidden(path, ("otel_loopguard.stores", "redis")) == [], path.name
 
 
-@pytest.mark.parametrize("path", modules_of("otel"), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", modules_of("otel"), ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_the_opentelemetry_layer_does_not_import_the_api_or_the_cli(path: Path) -> None:
     api = ("otel_loopguard.guard", "otel_loopguard.processor", "otel_loopguard.cli")
     assert forbidden(path, api) == []

@@ -266,8 +266,8 @@ def test_a_bad_budget_is_refused_at_load(budget: dict[str, Any]) -> None:
 
 
 def test_the_scope_state_keeps_counters_not_text() -> None:
-    from otel_loopguard.engine.codec import decode, encode
-    from otel_loopguard.engine.state import ScopeState
+    from otel_loopguard.engine.state.codec import decode, encode
+    from otel_loopguard.engine.state.scope import ScopeState
 
     state = ScopeState(30)
     state.spend(Usage(10, 2, 0, 0.5), "model-a", 1.0, 2.0, LoopGuard(ON).settings.default)
@@ -313,7 +313,7 @@ def test_replay_gives_the_live_runs_loop_tokens_and_what_the_stop_saved(tmp_path
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
     from otel_loopguard import LoopGuardSpanProcessor
-    from otel_loopguard.otel.otlp_file import OtlpJsonFileExporter
+    from otel_loopguard.recorded.otlp_file import OtlpJsonFileExporter
 
     from .test_cli import run
 

@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from otel_loopguard import ConfigError, LoopGuard, LoopGuardSpanProcessor, load_config
 from otel_loopguard.config.settings import resolve
-from otel_loopguard.engine.fingerprint import call_key
+from otel_loopguard.engine.identity.fingerprint import call_key
 from otel_loopguard.replay import COMPACTION, Batch, Call, Compaction, replay, replay_events
 from otel_loopguard.testing import loop_events
 

@@ -20,11 +20,11 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 from otel_loopguard import LoopGuard
 from otel_loopguard.config.loading import load_config
 from otel_loopguard.config.settings import resolve
-from otel_loopguard.engine import detectors
-from otel_loopguard.engine.detectors import evaluate
-from otel_loopguard.engine.digests import digest_call, digest_outcome
+from otel_loopguard.engine.detection import detectors
+from otel_loopguard.engine.detection.detectors import evaluate
+from otel_loopguard.engine.identity.digests import digest_call, digest_outcome
 from otel_loopguard.engine.replay import COMPACTION, Call, replay
-from otel_loopguard.engine.state import ScopeState
+from otel_loopguard.engine.state.scope import ScopeState
 from otel_loopguard.engine.verdict import Verdict
 from otel_loopguard.otel import reader
 

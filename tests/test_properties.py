@@ -13,7 +13,13 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 
 from otel_loopguard import LoopGuard, LoopGuardSpanProcessor
-from otel_loopguard.engine.fingerprint import args_key, call_key, normalise, result_key, result_text
+from otel_loopguard.engine.identity.fingerprint import (
+    args_key,
+    call_key,
+    normalise,
+    result_key,
+    result_text,
+)
 from otel_loopguard.engine.replay import COMPACTION, Call, Compaction, replay
 
 OUR_KEYS = ("loopguard.", "error.type")

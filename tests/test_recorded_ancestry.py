@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from otel_loopguard.otel import conventions
-from otel_loopguard.otel.otlp_spans import RecordedSpan
-from otel_loopguard.otel.recorded import _MAX_ANCESTORS, _Nearest
+from otel_loopguard.recorded.otlp_spans import RecordedSpan
+from otel_loopguard.recorded.runs import _MAX_ANCESTORS, _Nearest
 
 
 def _span(span_id: str, parent: str | None, agent: str | None) -> RecordedSpan:

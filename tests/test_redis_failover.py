@@ -23,7 +23,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from otel_loopguard import LoopGuard, RedisStore
-from otel_loopguard.engine import codec
+from otel_loopguard.engine.state import codec
 from otel_loopguard.stores.redis import MAX_ATTEMPTS
 
 from .helpers import Rig, rig, tool_span

@@ -22,7 +22,7 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
 from otel_loopguard import ConfigError, LoopGuard, RedisStore, load_config
 from otel_loopguard.config.settings import resolve
-from otel_loopguard.engine import codec
+from otel_loopguard.engine.state import codec
 
 from .helpers import Rig, events, genai_attributes, rig, tool_span
 from .redis_server import RedisServer, self_signed

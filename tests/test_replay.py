@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from otel_loopguard import LoopGuard, LoopGuardSpanProcessor, load_config
 from otel_loopguard.cli.backtest import backtest
-from otel_loopguard.otel.otlp_file import OtlpFileError, OtlpJsonFileExporter, read_spans
+from otel_loopguard.recorded.otlp_file import OtlpFileError, OtlpJsonFileExporter, read_spans
 
 from .helpers import tool_span
 from .otlp_receiver import OtlpReceiver

@@ -17,8 +17,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from otel_loopguard.otel.otlp_file import read_spans, request_to_json
-from otel_loopguard.otel.otlp_spans import spans_from_json, spans_from_proto
+from otel_loopguard.recorded.otlp_file import read_spans, request_to_json
+from otel_loopguard.recorded.otlp_spans import spans_from_json, spans_from_proto
 
 from .test_cli import run
 from .test_replay_hostile import _line, _replay_error, _span

@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from otel_loopguard.otel.otlp_file import (
+from otel_loopguard.recorded.otlp_file import (
     OtlpFileError,
     OtlpJsonFileExporter,
     read_spans,

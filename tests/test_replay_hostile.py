@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from otel_loopguard.otel import otlp_file
-from otel_loopguard.otel.otlp_file import OtlpFileError, read_spans
+from otel_loopguard.recorded import otlp_file
+from otel_loopguard.recorded.otlp_file import OtlpFileError, read_spans
 
 from .helpers import replay_peak
 from .test_cli import run

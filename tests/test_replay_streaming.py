@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from otel_loopguard.otel.otlp_spans import RecordedSpan
-from otel_loopguard.otel.traces import TRACE_GRACE_SPANS, TRACE_IDLE_SPANS, TraceWindow
+from otel_loopguard.recorded.otlp_spans import RecordedSpan
+from otel_loopguard.recorded.traces import TRACE_GRACE_SPANS, TRACE_IDLE_SPANS, TraceWindow
 
 from .helpers import replay_peak
 

@@ -1,6 +1,6 @@
 """Recorded runs replayed as their files are read: what ``otel-loopguard replay`` reports.
 
-Spans stream from the files into a :class:`~otel_loopguard.otel.traces.TraceWindow`; each trace
+Spans stream from the files into a :class:`~otel_loopguard.recorded.traces.TraceWindow`; each trace
 it completes is split into runs (per configuration: the scope may differ) and fed to those runs'
 detector state, then dropped. A run keyed by its trace is finished with its trace; one keyed by a
 conversation or attribute keeps its detector state (bounded by ``historySize``) to the end. What
@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from ..config.globals import GlobalSettings
 from ..config.model import LoopGuardConfig
 from ..config.settings import Settings, resolve
-from ..engine.digests import Digester
+from ..engine.identity.digests import Digester
 from ..engine.replay import Compaction, Replayer, Spent
 from ..engine.usage import NOTHING_SPENT, Usage
 from ..engine.verdict import Verdict
-from ..otel.otlp_file import RecordedSpan, read_spans
-from ..otel.recorded import RecordedCall, root_of, trace_items
-from ..otel.traces import Trace, TraceWindow
+from ..recorded.otlp_file import RecordedSpan, read_spans
+from ..recorded.runs import RecordedCall, root_of, trace_items
+from ..recorded.traces import Trace, TraceWindow
 
 __all__ = ["Outcome", "RunInfo", "Step", "backtest"]
 

@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from ..config.loading import ConfigError, load_config
-from ..otel.otlp_file import OtlpFileError, OtlpJsonFileExporter
+from ..recorded.otlp_file import OtlpFileError, OtlpJsonFileExporter
 from . import replay, validate
 from .demo import DEMO_CONFIG, SCENARIOS, run_scenario
 

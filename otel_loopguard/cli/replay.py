@@ -19,10 +19,10 @@ from typing import Any
 
 from ..config.loading import load_config
 from ..config.model import LoopDetectionConfig, LoopGuardConfig
-from ..engine.names import escaped
+from ..engine.identity.names import escaped
 from ..engine.usage import NOTHING_SPENT, Usage
 from ..engine.verdict import COMPACTION_DETECTOR, Verdict
-from ..otel.otlp_file import OtlpFileError
+from ..recorded.otlp_file import OtlpFileError
 from .backtest import Outcome as _Outcome
 from .backtest import Step as _Step
 from .backtest import backtest

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .names import escaped
+from .identity.names import escaped
 
 __all__ = ["TAG", "abort_message", "message", "strip_messages"]
 

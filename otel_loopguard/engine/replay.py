@@ -12,16 +12,16 @@ from typing import TYPE_CHECKING
 
 from ..config.loading import ConfigSource, load_config
 from ..config.settings import Settings, resolve
-from .digests import Digester, digest_call, digest_outcome
+from .identity.digests import Digester, digest_call, digest_outcome
 from .records import UNRECORDED
-from .state import ScopeState
+from .state.scope import ScopeState
 from .usage import Usage
 from .verdict import Verdict
 
 if TYPE_CHECKING:
     from ..config.settings import ResolvedConfig
     from .records import ProposedCall
-    from .state import Decision
+    from .state.scope import Decision
 
 __all__ = [
     "COMPACTION",

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from google.adk.agents import LlmAgent
 
-from ..engine.additions import WARNING_KEY
+from ..engine.identity.additions import WARNING_KEY
 from ..engine.verdict import exception_for
 from ..guard import LoopGuard
 

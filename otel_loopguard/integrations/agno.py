@@ -34,7 +34,7 @@ from typing import Any, NoReturn
 
 from agno.exceptions import RetryAgentRun, StopAgentRun
 
-from ..engine.additions import SEPARATOR
+from ..engine.identity.additions import SEPARATOR
 from ..engine.verdict import Verdict, exception_for
 from ..guard import LoopGuard
 

@@ -37,7 +37,7 @@ from crewai.hooks import (
     unregister_before_tool_call_hook,
 )
 
-from ..engine.additions import SEPARATOR
+from ..engine.identity.additions import SEPARATOR
 from ..engine.verdict import (
     OK,
     CompactionLoopPersisted,

@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 from mcp.types import CallToolResult, TextContent
 from opentelemetry import trace
 
-from ..engine.additions import SEPARATOR
+from ..engine.identity.additions import SEPARATOR
 from ..engine.verdict import LoopGuardError, Verdict, exception_for
 from ..guard import LoopGuard
 from ..otel.current import current_context

@@ -37,7 +37,7 @@ from strands.hooks import (
     HookRegistry,
 )
 
-from ..engine.additions import SEPARATOR, WARNING_KEY
+from ..engine.identity.additions import SEPARATOR, WARNING_KEY
 from ..engine.verdict import Verdict, exception_for
 from ..guard import LoopGuard
 

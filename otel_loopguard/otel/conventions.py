@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from ..config.settings import GlobalSettings
-from ..engine.names import MAX_NAME_CHARS, bounded
+from ..engine.identity.names import MAX_NAME_CHARS, bounded
 from ..engine.usage import Usage
 
 __all__ = [

@@ -18,7 +18,7 @@ from typing import NamedTuple
 from opentelemetry.sdk.trace import ReadableSpan, Span
 from opentelemetry.trace import StatusCode
 
-from ..engine.state import ScopeState
+from ..engine.state.scope import ScopeState
 from ..engine.verdict import Verdict
 from . import conventions, reader
 from .annotations import Mark

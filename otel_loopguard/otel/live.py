@@ -18,7 +18,7 @@ from opentelemetry.trace import Span, SpanContext
 
 from ..config.settings import ResolvedConfig
 from ..engine.records import ProposedCall
-from ..engine.store import TRACE_PREFIX
+from ..engine.state.store import TRACE_PREFIX
 from ..engine.verdict import Verdict
 
 __all__ = ["DEFAULT_SCOPE", "LiveSpan", "LiveSpans", "scope_key_of", "shown_on", "trace_scope"]

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, Observation
 
-from ..engine.store import Store
+from ..engine.state.store import Store
 from .annotations import meter_of
 
 __all__ = [

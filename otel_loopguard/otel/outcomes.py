@@ -15,10 +15,10 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 
 from ..config.settings import ResolvedConfig
-from ..engine.additions import may_carry
-from ..engine.digests import OutcomeDigest, digest_call, digest_outcome
+from ..engine.identity.additions import may_carry
+from ..engine.identity.digests import OutcomeDigest, digest_call, digest_outcome
 from ..engine.records import UNRECORDED, ProposedCall
-from ..engine.state import Decision, ScopeState
+from ..engine.state.scope import Decision, ScopeState
 from ..engine.verdict import Verdict
 from . import conventions
 from .annotations import Mark

@@ -15,8 +15,8 @@ from typing import Any
 from opentelemetry import metrics, trace
 
 from ..config.settings import ResolvedConfig, Settings
-from ..engine.digests import Digester
-from ..engine.store import Store
+from ..engine.identity.digests import Digester
+from ..engine.state.store import Store
 from ..engine.verdict import Verdict
 from . import conventions, reader
 from .annotations import Annotator

@@ -8,8 +8,8 @@ import logging
 import threading
 from collections.abc import Callable
 
-from ..engine.codec import CodecError
-from ..engine.store import IoContext
+from ..engine.state.codec import CodecError
+from ..engine.state.store import IoContext
 
 __all__ = ["MAX_ATTEMPTS", "ServerHealth", "server_errors"]
 

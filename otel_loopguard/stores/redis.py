@@ -34,10 +34,10 @@ from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from ..config.loading import ConfigError
-from ..engine import codec
-from ..engine.codec import CodecError
-from ..engine.state import ScopeState
-from ..engine.store import IoContext, StoreStats
+from ..engine.state import codec
+from ..engine.state.codec import CodecError
+from ..engine.state.scope import ScopeState
+from ..engine.state.store import IoContext, StoreStats
 from ..engine.verdict import Verdict
 from . import server
 from .health import MAX_ATTEMPTS, ServerHealth, server_errors

@@ -16,7 +16,7 @@ import threading
 import time
 from typing import Any
 
-from ..engine.codec import MAX_BYTES
+from ..engine.state.codec import MAX_BYTES
 
 __all__ = ["MAX_REPLY_BYTES", "Limits", "ReplyTooLarge", "bounded"]
 

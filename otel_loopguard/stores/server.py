@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from ..config.loading import ConfigError
 from ..config.model import store_url
 from ..config.redaction import quoted_userinfo, redact_url
-from ..engine.codec import CodecError
+from ..engine.state.codec import CodecError
 from .roundtrip import Limits, bounded
 
 if TYPE_CHECKING:

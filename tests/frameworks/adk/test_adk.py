@@ -34,7 +34,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 
 from otel_loopguard import LoopGuard, ToolLoopBlocked
-from otel_loopguard.engine.additions import WARNING_KEY
+from otel_loopguard.engine.identity.additions import WARNING_KEY
 from otel_loopguard.integrations.adk import guard_agent
 from otel_loopguard.testing import loop_events
 

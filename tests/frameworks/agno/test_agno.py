@@ -26,7 +26,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 
 from otel_loopguard import LoopGuard, ToolLoopBlocked
-from otel_loopguard.engine.additions import SEPARATOR
+from otel_loopguard.engine.identity.additions import SEPARATOR
 from otel_loopguard.integrations.agno import MISSING_TOOL, guard_agent
 from otel_loopguard.testing import loop_events
 

@@ -35,7 +35,7 @@ from opentelemetry.trace import StatusCode
 from pydantic import Field
 
 from otel_loopguard import LoopGuard, ToolLoopBlocked
-from otel_loopguard.engine.additions import SEPARATOR
+from otel_loopguard.engine.identity.additions import SEPARATOR
 from otel_loopguard.integrations.crewai import CrewAIGuard, guard_agent
 
 from ...helpers import Rig, rig

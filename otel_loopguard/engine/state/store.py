@@ -17,8 +17,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
-from .state import ScopeState
-from .verdict import Verdict
+from ..verdict import Verdict
+from .scope import ScopeState
 
 TRACE_PREFIX = "trace:"
 """How a trace's scope key starts (``live.trace_scope`` makes them)."""

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .messages import message
-from .verdict import COMPACTION_DETECTOR, Verdict
+from ..messages import message
+from ..verdict import COMPACTION_DETECTOR, Verdict
 
 __all__ = ["CompactionGuard"]
 

@@ -289,7 +289,9 @@ def _compile(tp: Any, where: str, refs: frozenset[type]) -> tuple[Encode, Decode
         return _mapping(_compile(args[0], where, refs), _compile(args[1], where, refs))
     if isinstance(tp, type) and (dataclasses.is_dataclass(tp) or hasattr(tp, "_fields")):
         return row(tp, refs)
-    raise TypeError(f"codec: cannot carry {where}: {tp!r} (teach otel_loopguard/engine/rows.py)")
+    raise TypeError(
+        f"codec: cannot carry {where}: {tp!r} (teach otel_loopguard/engine/state/rows.py)"
+    )
 
 
 def _tuple(members: list[tuple[Encode, Decode]]) -> tuple[Encode, Decode]:

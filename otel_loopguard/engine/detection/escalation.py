@@ -9,22 +9,29 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from ..config.settings import ResolvedConfig
+from ...config.settings import ResolvedConfig
+from ..messages import abort_message
+from ..records import CallRecord
+from ..verdict import Verdict
 from .detectors import Finding
-from .messages import abort_message
-from .records import CallRecord
-from .verdict import Verdict
 
-if TYPE_CHECKING:
-    from .state import ScopeState
+
+class Escalating(Protocol):
+    """What escalation reads and counts of a scope's state (``state.scope.ScopeState`` is one):
+    a protocol, so that detection does not import the state that calls it."""
+
+    criticals: int
+    warned: dict[tuple[object, ...], int]
+    history_size: int
+
 
 __all__ = ["continue_streak", "decided", "should_annotate", "veto"]
 
 
 def decided(
-    state: ScopeState, verdict: Verdict, cfg: ResolvedConfig
+    state: Escalating, verdict: Verdict, cfg: ResolvedConfig
 ) -> tuple[Verdict, Verdict | None]:
     """A detector's verdict as given: escalated if critical, and in observe-only mode a
     warning (with what would have been enforced)."""
@@ -35,7 +42,7 @@ def decided(
     return verdict, None
 
 
-def _escalated(state: ScopeState, verdict: Verdict, cfg: ResolvedConfig) -> Verdict:
+def _escalated(state: Escalating, verdict: Verdict, cfg: ResolvedConfig) -> Verdict:
     """Count a critical verdict; the ``abortAfterCriticals``-th of a scope aborts the run
     (OpenClaw's agent runner: the first blocks, the model gets one more response)."""
     state.criticals += 1
@@ -81,7 +88,7 @@ def continue_streak(history: Sequence[CallRecord], veto: CallRecord, *, same_arg
 
 
 def should_annotate(
-    state: ScopeState, finding: Finding, cfg: ResolvedConfig, intended: Verdict | None = None
+    state: Escalating, finding: Finding, cfg: ResolvedConfig, intended: Verdict | None = None
 ) -> bool:
     """Whether a detection gets its event (and log and count): criticals always; a warning
     when ``count // warningThreshold`` grows for its detector and signature.

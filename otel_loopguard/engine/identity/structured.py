@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import NamedTuple
 
-from .records import CallKind
+from ..records import CallKind
 
 __all__ = ["DETAILS_ALONE", "Reading", "call_kind", "is_structured", "read"]
 

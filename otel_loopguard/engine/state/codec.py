@@ -19,12 +19,12 @@ import hashlib
 import json
 import typing
 
-from .jsontext import MAX_DEPTH, shallow
-from .records import CallRecord
+from ..identity.jsontext import MAX_DEPTH, shallow
+from ..records import CallRecord
+from ..verdict import OK, Verdict
 from .rows import CodecError, Tables, carried_classes, fields, names, row
-from .state import MAX_OPEN_ASKS, MIN_OPEN_SPANS, ScopeState
+from .scope import MAX_OPEN_ASKS, MIN_OPEN_SPANS, ScopeState
 from .trusted import is_ours
-from .verdict import OK, Verdict
 
 __all__ = [
     "FORMAT",

@@ -15,9 +15,9 @@ import functools
 import json
 import re
 
-from ..config.settings import WARNING_KEY
+from ...config.settings import WARNING_KEY
+from ..messages import MAX_SEARCH_CHARS, TAG
 from .jsontext import MAX_DEPTH
-from .messages import MAX_SEARCH_CHARS, TAG
 
 __all__ = ["SEPARATOR", "WARNING_KEY", "may_carry", "without_message"]
 

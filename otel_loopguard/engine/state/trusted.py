@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import re
 
-from .budget import BUDGET_DETECTOR
-from .messages import TAG, abort_message, message
-from .names import MAX_NAME_CHARS
-from .verdict import COMPACTION_DETECTOR, OK, Verdict
+from ..detection.budget import BUDGET_DETECTOR
+from ..identity.names import MAX_NAME_CHARS
+from ..messages import TAG, abort_message, message
+from ..verdict import COMPACTION_DETECTOR, OK, Verdict
 
 __all__ = ["MAX_COUNT", "is_ours"]
 

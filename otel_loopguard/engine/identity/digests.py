@@ -6,13 +6,13 @@ import re
 import sys
 from typing import NamedTuple
 
-from ..config.settings import WARNING_KEY, ResolvedConfig
+from ...config.settings import WARNING_KEY, ResolvedConfig
+from ..messages import MAX_SEARCH_CHARS, TAG, strip_messages
+from ..records import UNRECORDED, Outcome, ProposedCall
 from . import fingerprint as fp
 from . import structured
 from .additions import may_carry, without_message
-from .messages import MAX_SEARCH_CHARS, TAG, strip_messages
 from .names import openclaw_tool_name, unknown_tool_name
-from .records import UNRECORDED, Outcome, ProposedCall
 
 __all__ = ["Digester", "OutcomeDigest", "digest_call", "digest_outcome"]
 

@@ -16,7 +16,7 @@ from typing import Any
 from ..config.settings import GlobalSettings
 from ..engine.replay import COMPACTION, UNRECORDED, Call, Compaction, Spent
 from ..engine.verdict import COMPACTION_DETECTOR
-from . import conventions
+from ..otel import conventions
 from .otlp_file import RecordedSpan
 
 __all__ = ["RecordedCall", "RecordedRun", "root_of", "runs_of", "trace_items"]

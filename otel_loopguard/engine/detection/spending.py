@@ -1,28 +1,39 @@
 """What a scope spends: its budgets judged, and what a detected loop cost.
 
-Functions over a :class:`~.state.ScopeState` (the store's lock held, as for its methods): pure
+Functions over a a scope's state (the store's lock held, as for its methods): pure
 bookkeeping over its running totals, no clock of their own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from ..config.settings import ResolvedConfig
+from ...config.settings import ResolvedConfig
+from ..records import CallRecord, ProposedCall
+from ..usage import Usage
 from .budget import judge
 from .detectors import Finding
-from .records import CallRecord, ProposedCall
-from .usage import Usage
 
-if TYPE_CHECKING:
-    from .state import ScopeState
+
+class Spending(Protocol):
+    """The running totals of a scope that spending reads and updates (``state.scope.ScopeState``
+    is one): a protocol, so that detection does not import the state that calls it."""
+
+    first_model_call: float | None
+    latest_model_call: float
+    usage: Usage
+    calls: int
+    budget_warned: tuple[str, ...]
+    loop_counted: Usage
+    model: str | None
+
 
 __all__ = ["costs", "loop_start", "within_budget"]
 
 
 def within_budget(
-    state: ScopeState, finding: Finding | None, cfg: ResolvedConfig, tool: str | None
+    state: Spending, finding: Finding | None, cfg: ResolvedConfig, tool: str | None
 ) -> Finding | None:
     """The finding that stands once the scope's budgets are judged: a budget's abort wins over
     any loop's verdict; its warning only stands where no loop was found (it is given once)."""
@@ -71,7 +82,7 @@ def loop_start(history: Sequence[CallRecord], finding: Finding, call: ProposedCa
     return None if first is None else first.spent
 
 
-def costs(state: ScopeState, start: Usage | None, annotate: bool) -> dict[str, Any]:
+def costs(state: Spending, start: Usage | None, annotate: bool) -> dict[str, Any]:
     """A decision's cost fields: what its loop cost (``start``: the total when the loop's first
     call was made) and, for a detection logged and counted, the share no earlier one counted
     (the loop-tokens counter never counts a token twice)."""

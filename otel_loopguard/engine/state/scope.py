@@ -10,14 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
-from ..config.settings import ResolvedConfig
-from . import escalation, spending
-from .compaction import CompactionGuard
-from .detectors import evaluate
-from .digests import OutcomeDigest
-from .records import CallRecord, ProposedCall
-from .usage import NOTHING_SPENT, Usage
-from .verdict import OK, Verdict
+from ...config.settings import ResolvedConfig
+from ..detection import escalation, spending
+from ..detection.compaction import CompactionGuard
+from ..detection.detectors import evaluate
+from ..identity.digests import OutcomeDigest
+from ..records import CallRecord, ProposedCall
+from ..usage import NOTHING_SPENT, Usage
+from ..verdict import OK, Verdict
 
 __all__ = ["Decision", "ScopeState"]
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..config.settings import Budget
-from .messages import TAG
-from .verdict import Action, Level, Verdict
+from ...config.settings import Budget
+from ..messages import TAG
+from ..verdict import Action, Level, Verdict
 
 __all__ = ["BUDGET_DETECTOR", "judge"]
 

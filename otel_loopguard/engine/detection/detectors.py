@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from ..config.settings import ResolvedConfig
-from .messages import message
-from .records import CallRecord, ProposedCall
-from .verdict import Action, Level, Verdict
+from ...config.settings import ResolvedConfig
+from ..messages import message
+from ..records import CallRecord, ProposedCall
+from ..verdict import Action, Level, Verdict
 
 __all__ = [
     "MIN_STABLE_CALLS_PER_VARIANT",

@@ -1,0 +1,1 @@
+"""Identity and digests: what makes two calls, or two outcomes, the same."""
