@@ -1,0 +1,239 @@
+"""What every network-facing service of otel-loopguard shares: where it may listen, its bearer
+token, bounded request bodies, scope keys from callers' ids, and its guard and telemetry.
+
+Safe by default: a service binds 127.0.0.1; beyond loopback it refuses to start without a bearer
+token; every body is read up to a bound, and refused past it, before anything parses it.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+import os
+import re
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..engine.identity.names import bounded
+from ..engine.state.store import TRACE_PREFIX
+
+__all__ = [
+    "DEFAULT_LISTEN",
+    "ENV_TOKEN",
+    "MAX_BODY_BYTES",
+    "BearerAuth",
+    "BodyLimit",
+    "Listen",
+    "ServiceError",
+    "keyed_scope",
+    "parse_listen",
+    "read_token",
+    "trace_scope_of",
+]
+
+DEFAULT_LISTEN = "127.0.0.1:8765"
+ENV_TOKEN = "OTEL_LOOPGUARD_TOKEN"
+"""The bearer token a service requires, when not given by ``--token-file``."""
+MAX_BODY_BYTES = 1 << 20
+"""The largest request body a service reads (1 MiB); larger ones are refused with 413."""
+MIN_TOKEN_CHARS = 16
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+class ServiceError(Exception):
+    """A service cannot start as asked (address, token): printed as one line, exit status 2."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Listen:
+    """Where a service listens."""
+
+    host: str
+    port: int
+
+    @property
+    def loopback(self) -> bool:
+        return is_loopback(self.host)
+
+    def __str__(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is reachable only from this machine (``localhost``, 127/8, ``::1``)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def parse_listen(text: str) -> Listen:
+    """``HOST:PORT`` (``[v6]:PORT`` for IPv6; a bare ``PORT`` means 127.0.0.1)."""
+    value = text.strip()
+    host, sep, port_text = value.rpartition(":")
+    if not sep:
+        host, port_text = "127.0.0.1", value
+    host = host.removeprefix("[").removesuffix("]") if host.startswith("[") else host
+    if not host:
+        raise ServiceError(
+            f"--listen {text!r}: no host (allowed: HOST:PORT, e.g. {DEFAULT_LISTEN})"
+        )
+    if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+        raise ServiceError(f"--listen {text!r}: the port must be a number from 0 to 65535")
+    return Listen(host=host, port=int(port_text))
+
+
+def read_token(
+    token_file: str | None, environ: MutableMapping[str, str] | None = None
+) -> str | None:
+    """The bearer token: the first line of ``token_file``, else ``$OTEL_LOOPGUARD_TOKEN``."""
+    environ = os.environ if environ is None else environ
+    if token_file:
+        try:
+            with Path(token_file).open("rb") as f:
+                raw = f.read(4096)
+        except OSError as exc:
+            raise ServiceError(f"--token-file {token_file}: {exc.strerror or exc}") from None
+        token = raw.decode("utf-8", "replace").strip().splitlines()[0] if raw.strip() else ""
+    else:
+        token = environ.get(ENV_TOKEN, "").strip()
+    if not token:
+        return None
+    if len(token) < MIN_TOKEN_CHARS or not token.isprintable() or " " in token:
+        raise ServiceError(
+            f"the bearer token must be at least {MIN_TOKEN_CHARS} printable characters with no "
+            "spaces (for one: python3 -c 'import secrets; print(secrets.token_urlsafe())')"
+        )
+    return token
+
+
+def require_token(listen: Listen, token: str | None) -> None:
+    """Refuse to listen beyond loopback without a bearer token."""
+    if token is None and not listen.loopback:
+        raise ServiceError(
+            f"--listen {listen}: listening beyond loopback needs a bearer token (--token-file "
+            f"FILE or ${ENV_TOKEN}); without one, listen on 127.0.0.1"
+        )
+
+
+_TRACEPARENT = re.compile(r"[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}")
+
+
+def trace_scope_of(traceparent: object) -> str | None:
+    """The scope of a W3C ``traceparent`` (its trace's, as the span processor keys a trace),
+    or ``None`` where the value is not a valid one."""
+    if not isinstance(traceparent, str) or len(traceparent) > 256:
+        return None
+    match = _TRACEPARENT.fullmatch(traceparent.strip().lower())
+    if match is None or match.group(1) == "0" * 32 or match.group(2) == "0" * 16:
+        return None
+    return f"{TRACE_PREFIX}{match.group(1)}"
+
+
+def keyed_scope(kind: str, key: str) -> str:
+    """The scope of a caller-given key (a session, a conversation, a connection): prefixed by
+    its kind so that no caller can name another kind's scope, and bounded like tool names."""
+    return f"{kind}:{bounded(key)}"
+
+
+async def _refuse(
+    send: Send, status: int, message: str, headers: list[tuple[bytes, bytes]]
+) -> None:
+    body = json.dumps({"error": message}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *headers,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+class BearerAuth:
+    """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>`` (401
+    otherwise; compared in constant time). With no token, it passes everything on."""
+
+    def __init__(self, app: ASGIApp, token: str | None) -> None:
+        self.app = app
+        self._token = None if token is None else token.encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self._token is None or scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        given = b""
+        for name, value in scope.get("headers", ()):
+            if name == b"authorization":
+                given = value
+                break
+        scheme, _, credential = given.partition(b" ")
+        if scheme.lower() != b"bearer" or not hmac.compare_digest(credential.strip(), self._token):
+            await _refuse(
+                send,
+                401,
+                "missing or wrong bearer token (send: Authorization: Bearer <token>)",
+                [(b"www-authenticate", b'Bearer realm="otel-loopguard"')],
+            )
+            return
+        await self.app(scope, receive, send)
+
+
+class BodyLimit:
+    """ASGI middleware: a request body over ``limit`` bytes is refused with 413, by its
+    ``Content-Length`` before any of it is read, or once that much has arrived. A body within
+    the bound is read whole before the application sees it (so no handler ever streams an
+    unbounded body)."""
+
+    def __init__(self, app: ASGIApp, limit: int = MAX_BODY_BYTES) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        too_large = f"the request body is over {self.limit} bytes"
+        for name, value in scope.get("headers", ()):
+            if name == b"content-length" and (not value.isdigit() or int(value) > self.limit):
+                await _refuse(send, 413, too_large, [])
+                return
+        parts: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":  # the client went away
+                return
+            part = message.get("body", b"")
+            size += len(part)
+            if size > self.limit:
+                await _refuse(send, 413, too_large, [])
+                return
+            parts.append(part)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(parts)
+        delivered = False
+
+        async def replay() -> Message:
+            nonlocal delivered
+            if delivered:
+                return await receive()  # what comes after the body: a disconnect
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)

@@ -1,0 +1,107 @@
+"""A service's guard and its own telemetry, exported through the standard ``OTEL_*`` environment.
+
+Nothing configured, nothing exported: a span or a metric leaves the process only where
+``OTEL_TRACES_EXPORTER`` / ``OTEL_METRICS_EXPORTER`` name an exporter (``otlp``,
+``otlp_proto_http``, ``console``, ``prometheus``...) or an ``OTEL_EXPORTER_OTLP_*ENDPOINT`` is
+set (then ``otlp``). The exporters are the installed ones, found by the names the SDK's own
+set-up uses (entry points), and configured by the same variables.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from typing import Any
+
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import SpanProcessor, SynchronousMultiSpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+from ..config.loading import ConfigSource
+from ..guard import LoopGuard
+from ..processor import LoopGuardSpanProcessor
+from ._base import ServiceError
+
+__all__ = ["ServiceTelemetry", "service_guard"]
+
+_logger = logging.getLogger("otel_loopguard")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServiceTelemetry:
+    """A service's guard, with the providers its spans and metrics go through."""
+
+    guard: LoopGuard
+    tracer_provider: TracerProvider
+    meter_provider: MeterProvider
+
+    def shutdown(self) -> None:
+        """Flush and stop the exporters (at the service's exit)."""
+        self.tracer_provider.shutdown()
+        self.meter_provider.shutdown()
+
+
+def _chosen(kind: str, environ: Mapping[str, str]) -> list[str]:
+    names = [
+        n.strip()
+        for n in environ.get(f"OTEL_{kind.upper()}_EXPORTER", "").split(",")
+        if n.strip() and n.strip() != "none"
+    ]
+    if not names and not environ.get(f"OTEL_{kind.upper()}_EXPORTER"):
+        endpoint = environ.get(f"OTEL_EXPORTER_OTLP_{kind.upper()}_ENDPOINT") or environ.get(
+            "OTEL_EXPORTER_OTLP_ENDPOINT"
+        )
+        if endpoint:
+            names = ["otlp"]
+    return names
+
+
+def _loaded(group: str, name: str) -> Any:
+    for point in entry_points(group=group, name=name):
+        return point.load()
+    raise ServiceError(
+        f"no {group.removeprefix('opentelemetry_').replace('_', ' ')} named {name!r} is "
+        "installed (OTEL_*_EXPORTER); installed: "
+        + ", ".join(sorted(p.name for p in entry_points(group=group)))
+    )
+
+
+def service_guard(
+    config: ConfigSource | None, service: str, environ: Mapping[str, str] | None = None
+) -> ServiceTelemetry:
+    """The guard a service runs, its processor on a tracer provider of the service's own, and
+    its metrics on a meter provider of its own; exporters from the ``OTEL_*`` environment.
+
+    Raises :class:`~otel_loopguard.ConfigError` for a bad config, :class:`ServiceError` for an
+    exporter named but not installed.
+    """
+    environ = os.environ if environ is None else environ
+    resource = Resource.create({"service.name": environ.get("OTEL_SERVICE_NAME") or service})
+    readers: list[MetricReader] = []
+    for name in _chosen("metrics", environ):
+        made = _loaded("opentelemetry_metrics_exporter", name)()
+        reader = made if isinstance(made, MetricReader) else PeriodicExportingMetricReader(made)
+        readers.append(reader)
+    meter_provider = MeterProvider(resource=resource, metric_readers=readers)
+    tracer_provider = TracerProvider(resource=resource)
+    guard = LoopGuard(config, meter_provider, tracer_provider=tracer_provider)
+    exporting = [
+        BatchSpanProcessor(_loaded("opentelemetry_traces_exporter", name)())
+        for name in _chosen("traces", environ)
+    ]
+    downstream: SpanProcessor | None = exporting[0] if len(exporting) == 1 else None
+    if len(exporting) > 1:
+        downstream = SynchronousMultiSpanProcessor()  # type: ignore[no-untyped-call]  # unannotated in the SDK
+        for processor in exporting:
+            downstream.add_span_processor(processor)
+    tracer_provider.add_span_processor(LoopGuardSpanProcessor(guard, downstream=downstream))
+    if not exporting:
+        _logger.info("otel-loopguard %s: no trace exporter (OTEL_TRACES_EXPORTER) set", service)
+    return ServiceTelemetry(
+        guard=guard, tracer_provider=tracer_provider, meter_provider=meter_provider
+    )
