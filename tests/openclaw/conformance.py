@@ -8,6 +8,7 @@ A verdict is compared as (level, detector, blocked, aborted, count), and a warni
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -58,8 +59,16 @@ def cache_dir() -> Path:
 
 
 def install() -> Path:
-    """The installed package's directory, installing it first when needed."""
+    """The installed package's directory, installing it first when needed (under a lock: the
+    suite's xdist workers and CI's parallel legs share the cache directory)."""
     root = cache_dir()
+    root.mkdir(parents=True, exist_ok=True)
+    with (root / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _installed(root)
+
+
+def _installed(root: Path) -> Path:
     package = root / "node_modules" / "openclaw"
     manifest = package / "package.json"
     if manifest.exists() and json.loads(manifest.read_text())["version"] == OPENCLAW_VERSION:
@@ -67,7 +76,6 @@ def install() -> Path:
     npm = shutil.which("npm")
     if npm is None:
         raise RuntimeError("npm is not installed: it installs OpenClaw for the parity tests")
-    root.mkdir(parents=True, exist_ok=True)
     subprocess.run(
         [
             npm,

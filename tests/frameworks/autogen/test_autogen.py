@@ -21,7 +21,7 @@ from opentelemetry.trace import StatusCode
 
 from otel_loopguard import ToolLoopBlocked
 
-from .helpers import Rig, events, rig
+from ...helpers import Rig, events, rig
 
 pytest.importorskip("autogen_agentchat", reason="autogen-agentchat is an optional test dependency")
 pytest.importorskip(

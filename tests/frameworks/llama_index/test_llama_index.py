@@ -21,7 +21,7 @@ from opentelemetry.trace import StatusCode
 
 from otel_loopguard import ToolLoopBlocked
 
-from .helpers import Rig, events, rig
+from ...helpers import Rig, events, rig
 
 pytest.importorskip("llama_index.core", reason="llama-index-core is an optional test dependency")
 openinference = pytest.importorskip("openinference.instrumentation.llama_index")

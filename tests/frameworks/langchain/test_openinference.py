@@ -1,10 +1,5 @@
-"""Real instrumentations with scripted models: pydantic-ai (arguments at span start), LangChain
-and the OpenAI Agents SDK with OpenInference (arguments only at span end). No network.
-
-All must give the same verdicts: see docs/design.md, 'Evaluation points'. Two kinds of model:
-one gives up when it reads "CRITICAL:", a stubborn one never stops by itself, so only the abort
-(the run's second critical verdict) can end its run, before the framework's own limit does.
-"""
+"""LangChain with OpenInference (arguments only at span end) and scripted models: a model that
+gives up on "CRITICAL:" and a stubborn one that only the abort stops. No network."""
 
 from __future__ import annotations
 
@@ -15,18 +10,22 @@ import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 
-from .helpers import Rig, events, rig
+from ...helpers import Rig, events, rig
 
 ON = {"enabled": True}
 AGENT = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "reader"}
 FRAMEWORK_LIMIT = 200  # turns, requests or loop rounds: far above where the guard stops a run
+
 
 # What a stubborn model calls, in turn, forever.
 SCRIPTS: dict[str, list[tuple[str, dict[str, str]]]] = {
     "repeat": [("read_file", {"path": "a.txt"})],
     "ping_pong": [("read_file", {"path": "a.txt"}), ("list_dir", {"path": "."})],
 }
+
+
 RESULTS = {"read_file": "same contents", "list_dir": "a.txt"}
+
 
 # (script, detector, model calls until the abort, tool bodies run). A repeat is warned at its
 # 11th call, blocked at the 21st and aborted at the 22nd; a ping-pong warned at the 10th,
@@ -35,8 +34,9 @@ STUBBORN = pytest.mark.parametrize(
     ("script", "detector", "model_calls", "tool_runs"),
     [("repeat", "generic_repeat", 22, 20), ("ping_pong", "ping_pong", 21, 19)],
 )
+
+
 WARNED = [("warning", "warn", n) for n in range(10, 20)]
-STOPPED = [("critical", "block", 20), ("critical", "abort", 21)]
 
 
 def scripted_call(script: str, n: int) -> tuple[str, dict[str, str]]:
@@ -78,120 +78,6 @@ def assert_warned_blocked_aborted(r: Rig, detector: str, run_span: ReadableSpan)
             )
             totals[key] = totals.get(key, 0) + 1
     assert r.detections() == totals
-
-
-def test_pydantic_ai_agent_is_warned_then_stopped() -> None:
-    pytest.importorskip(
-        "pydantic_ai", reason="pydantic-ai is a test dependency (pip install -e '.[test]')"
-    )
-    from pydantic_ai import Agent
-    from pydantic_ai.capabilities import Instrumentation
-    from pydantic_ai.messages import (
-        ModelMessage,
-        ModelResponse,
-        TextPart,
-        ToolCallPart,
-        ToolReturnPart,
-    )
-    from pydantic_ai.models.function import AgentInfo, FunctionModel
-    from pydantic_ai.models.instrumented import InstrumentationSettings
-
-    r = rig(ON)
-    calls = iter(range(1000))
-
-    def looping_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        last = messages[-1].parts[-1]
-        if isinstance(last, ToolReturnPart) and str(last.content).startswith("CRITICAL:"):
-            return ModelResponse(parts=[TextPart("I am stuck, giving up.")])
-        return ModelResponse(
-            parts=[ToolCallPart("read_file", {"path": "a.txt"}, tool_call_id=f"c{next(calls)}")]
-        )
-
-    agent = Agent(
-        FunctionModel(looping_model),
-        name="reader",
-        capabilities=[Instrumentation(InstrumentationSettings(tracer_provider=r.provider))],
-    )
-    ran: list[str] = []
-
-    @agent.tool_plain
-    def read_file(path: str) -> str:
-        verdict = r.guard.check()  # reads the live pydantic-ai tool span
-        if verdict.blocked:
-            return verdict.message
-        ran.append(path)
-        return "same contents" + (f"\n{verdict.message}" if verdict.level == "warning" else "")
-
-    result = agent.run_sync("read a.txt until it changes")
-    assert result.output == "I am stuck, giving up."
-    assert len(ran) == 20
-    tools = r.spans("execute_tool read_file")
-    assert len(tools) == 21
-    assert events(tools[10])[0]["loopguard.level"] == "warning"
-    assert events(tools[20])[0]["loopguard.level"] == "critical"
-    assert tools[20].attributes["loopguard.blocked"] is True
-
-
-@STUBBORN
-def test_pydantic_ai_stubborn_agent_is_aborted_by_the_tool_raising_on_the_abort(
-    script: str, detector: str, model_calls: int, tool_runs: int
-) -> None:
-    pytest.importorskip(
-        "pydantic_ai", reason="pydantic-ai is a test dependency (pip install -e '.[test]')"
-    )
-    from pydantic_ai import Agent, UsageLimits
-    from pydantic_ai.capabilities import Instrumentation
-    from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
-    from pydantic_ai.models.function import AgentInfo, FunctionModel
-    from pydantic_ai.models.instrumented import InstrumentationSettings
-
-    from otel_loopguard import ToolLoopBlocked
-
-    r = rig(ON)
-    asked = 0
-
-    def stubborn_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        nonlocal asked
-        asked += 1
-        name, args = scripted_call(script, asked)
-        return ModelResponse(parts=[ToolCallPart(name, args, tool_call_id=f"c{asked}")])
-
-    agent = Agent(
-        FunctionModel(stubborn_model),
-        name="reader",
-        capabilities=[Instrumentation(InstrumentationSettings(tracer_provider=r.provider))],
-    )
-    ran: list[str] = []
-
-    def guarded(name: str) -> str:
-        # The example's recipe: a block goes back to the model, an abort ends the run.
-        verdict = r.guard.check()
-        if verdict.aborted:
-            raise ToolLoopBlocked(verdict)
-        if verdict.blocked:
-            return verdict.message
-        ran.append(name)
-        return RESULTS[name]
-
-    @agent.tool_plain
-    def read_file(path: str) -> str:
-        return guarded("read_file")
-
-    @agent.tool_plain
-    def list_dir(path: str) -> str:
-        return guarded("list_dir")
-
-    # Not UsageLimitExceeded: the request limit is far away.
-    with pytest.raises(ToolLoopBlocked) as stop:
-        agent.run_sync("read a.txt", usage_limits=UsageLimits(request_limit=FRAMEWORK_LIMIT))
-    assert (stop.value.verdict.action, stop.value.detector) == ("abort", detector)
-    assert asked == model_calls
-    assert len(ran) == tool_runs
-    tools = [s for s in r.spans() if s.name.startswith("execute_tool ")]
-    assert len(tools) == model_calls  # every call has its span, blocked and aborted ones too
-    assert verdicts_on(tools) == WARNED + STOPPED
-    (run,) = r.spans("invoke_agent reader")
-    assert_warned_blocked_aborted(r, detector, run)
 
 
 @pytest.fixture
@@ -359,103 +245,6 @@ def test_langchain_stubborn_agent_is_aborted_by_the_loop_checking_the_abort(
         ("warn", 10),
         ("block", 20),
         ("abort", 21),
-    ]
-    assert_warned_blocked_aborted(r, detector, run)
-
-
-@pytest.fixture
-def openai_agents_rig() -> Iterator[Rig]:
-    pytest.importorskip("agents", reason="openai-agents is a test dependency")
-    openinference = pytest.importorskip("openinference.instrumentation.openai_agents")
-    r = rig(ON)
-    instrumentor = openinference.OpenAIAgentsInstrumentor()
-    instrumentor.instrument(tracer_provider=r.provider)
-    yield r
-    instrumentor.uninstrument()
-
-
-@STUBBORN
-def test_openai_agents_stubborn_agent_is_aborted_by_the_tool_input_guardrail(
-    openai_agents_rig: Rig, script: str, detector: str, model_calls: int, tool_runs: int
-) -> None:
-    import json
-
-    from agents import (
-        Agent,
-        Runner,
-        ToolGuardrailFunctionOutput,
-        ToolInputGuardrailData,
-        ToolInputGuardrailTripwireTriggered,
-        function_tool,
-        tool_input_guardrail,
-    )
-    from agents.items import ModelResponse
-    from agents.models.interface import Model
-    from agents.usage import Usage
-    from openai.types.responses import ResponseFunctionToolCall
-
-    r = openai_agents_rig
-
-    @tool_input_guardrail
-    def loop_guardrail(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
-        # The example's guardrail: reject a blocked call, halt an aborted run.
-        tool = data.context
-        verdict = r.guard.check(tool.tool_name, json.loads(tool.tool_arguments or "null"))
-        if verdict.aborted:
-            return ToolGuardrailFunctionOutput.raise_exception(output_info=verdict)
-        if verdict.blocked:
-            return ToolGuardrailFunctionOutput.reject_content(verdict.message)
-        return ToolGuardrailFunctionOutput.allow()
-
-    ran: list[str] = []
-
-    @function_tool(tool_input_guardrails=[loop_guardrail])
-    def read_file(path: str) -> str:
-        """Read a file."""
-        ran.append("read_file")
-        return RESULTS["read_file"]
-
-    @function_tool(tool_input_guardrails=[loop_guardrail])
-    def list_dir(path: str) -> str:
-        """List a directory."""
-        ran.append("list_dir")
-        return RESULTS["list_dir"]
-
-    class StubbornModel(Model):
-        """A scripted model that ignores every tool result, rejections included."""
-
-        def __init__(self) -> None:
-            self.asked = 0
-
-        async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
-            self.asked += 1
-            name, arguments = scripted_call(script, self.asked)
-            call = ResponseFunctionToolCall(
-                type="function_call",
-                name=name,
-                arguments=json.dumps(arguments),
-                call_id=f"call_{self.asked}",
-                id=f"fc_{self.asked}",
-            )
-            return ModelResponse(output=[call], usage=Usage(), response_id=None)
-
-        def stream_response(self, *args: Any, **kwargs: Any) -> Any:
-            raise NotImplementedError("the test does not stream")
-
-    model = StubbornModel()
-    agent = Agent(name="reader", model=model, tools=[read_file, list_dir])
-    # Not MaxTurnsExceeded: the turn limit is far away.
-    with pytest.raises(ToolInputGuardrailTripwireTriggered) as stop:
-        Runner.run_sync(agent, "read a.txt", max_turns=FRAMEWORK_LIMIT)
-    verdict = stop.value.output.output_info
-    assert (verdict.action, verdict.detector) == ("abort", detector)
-    assert model.asked == model_calls
-    assert len(ran) == tool_runs
-    tools = [s for s in r.spans() if s.attributes.get("openinference.span.kind") == "TOOL"]
-    assert len(tools) == model_calls  # the guardrail runs in the tool span, even when it rejects
-    assert verdicts_on(tools) == WARNED + STOPPED
-    (run,) = [
-        s for s in r.spans("reader") if s.attributes.get("openinference.span.kind") == "AGENT"
     ]
     assert_warned_blocked_aborted(r, detector, run)
 
