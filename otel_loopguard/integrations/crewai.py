@@ -52,8 +52,8 @@ __all__ = ["CompactionStopped", "CrewAIGuard", "RunStopped", "guard_agent"]
 
 
 # HookAborted is the one exception CrewAI's hook dispatcher and its agents' retry loop let
-# through. It is Any to mypy where crewai is not installed, hence the ignores.
-class RunStopped(HookAborted, ToolLoopBlocked):  # type: ignore[misc]
+# through. (It is Any to mypy where crewai is not installed: integrations may subclass Any.)
+class RunStopped(HookAborted, ToolLoopBlocked):
     """The guard's ``ToolLoopBlocked``, raised as CrewAI's ``HookAborted``."""
 
     def __init__(self, verdict: Verdict) -> None:
@@ -62,7 +62,7 @@ class RunStopped(HookAborted, ToolLoopBlocked):  # type: ignore[misc]
         self.reason, self.source = verdict.message, "otel_loopguard"
 
 
-class CompactionStopped(HookAborted, CompactionLoopPersisted):  # type: ignore[misc]
+class CompactionStopped(HookAborted, CompactionLoopPersisted):
     """The guard's ``CompactionLoopPersisted``, raised as CrewAI's ``HookAborted``."""
 
     def __init__(self, verdict: Verdict) -> None:

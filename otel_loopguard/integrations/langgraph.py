@@ -22,7 +22,7 @@ not end the run: keep the default, or name exception types that exclude ``LoopGu
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool
@@ -35,7 +35,7 @@ from ..guard import LoopGuard
 
 __all__ = ["async_tool_call_wrapper", "guarded_tool_node", "tool_call_wrapper"]
 
-Result = ToolMessage | Command[Any]
+Result: TypeAlias = ToolMessage | Command[Any]
 Execute = Callable[[ToolCallRequest], Result]
 AsyncExecute = Callable[[ToolCallRequest], Awaitable[Result]]
 
