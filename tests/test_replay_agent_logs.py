@@ -66,7 +66,7 @@ def test_mini_swe_agent_replies_are_model_calls_and_bash_blocks_tool_calls() -> 
     assert calls[4].error.startswith("<returncode>16</returncode>")
     # The five quoting variants of one pylint run, all with the same output (the labelled loop).
     pylint = calls[4:9]
-    assert len({c.args["command"] for c in pylint}) == 5  # type: ignore[index]
+    assert len({c.args["command"] for c in pylint}) == 5
     assert len({c.result for c in pylint}) == 1
 
 
@@ -91,7 +91,7 @@ def test_swe_agent_commands_are_their_own_tools_and_the_totals_are_apportioned()
     # An edit the linter rejected failed; the same edit resubmitted byte for byte is one call.
     rejected = calls[8:14]
     assert all(c.error is not None and c.error.startswith("Your proposed edit") for c in rejected)
-    assert len({(c.args["command"], c.result) for c in rejected}) == 1  # type: ignore[index]
+    assert len({(c.args["command"], c.result) for c in rejected}) == 1
     # Only the run's totals are recorded: spread over its steps, summing to them exactly.
     assert sum(s.usage.input for s in spent) == 186397
     assert sum(s.usage.output for s in spent) == 4246
