@@ -68,6 +68,9 @@ class Spent:
     started: float = 0.0
     ended: float = 0.0
     agent: str | None = None
+    tool_calls: int | None = None
+    """How many tool calls the model's reply asked for, where the recording says (``None``: it
+    does not; ``0``: a reply that called no tool, such as one an agent rejected for its format)."""
 
 
 @dataclass(frozen=True, slots=True)
