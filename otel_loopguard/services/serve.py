@@ -61,10 +61,15 @@ def _answers(verdicts: Verdicts, block_as: BlockAs) -> dict[str, Answer]:
         "/v1/release": release,
     }
     for agent in AGENTS:
-        routes[f"/v1/hooks/{agent}"] = (
-            lambda body, agent=agent: answer_hook(verdicts, agent, body, block_as)  # type: ignore[misc]  # the loop's agent bound
-        )
+        routes[f"/v1/hooks/{agent}"] = _hook(verdicts, agent, block_as)
     return routes
+
+
+def _hook(verdicts: Verdicts, agent: str, block_as: BlockAs) -> Answer:
+    def answer(body: Mapping[str, Any]) -> Mapping[str, Any]:
+        return answer_hook(verdicts, agent, body, block_as)
+
+    return answer
 
 
 def _endpoint(answer: Answer, blocking: bool) -> Callable[[Request], Any]:
