@@ -74,7 +74,8 @@ def serving(
         env=environment(extra),
         cwd=ROOT,
     )
-    assert process.stdout is not None and process.stderr is not None
+    assert process.stdout is not None
+    assert process.stderr is not None
     line = process.stdout.readline()  # blocks until the server listens, or exits
     if not line:
         process.wait(timeout=30)

@@ -209,7 +209,7 @@ def test_a_digest_of_the_arguments_counts_as_the_same_call(served: Served) -> No
 
 def test_a_traceparent_names_the_trace_scope(served: Served) -> None:
     parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-    for n in range(1, 11):
+    for _n in range(1, 11):
         served.post("/v1/check", {"traceparent": parent, "tool": "t", "arguments": {}})
     call = {"traceparent": parent, "tool": "t", "arguments": {}}
     status, verdict = served.post("/v1/check", call)
