@@ -34,20 +34,9 @@ def typescript() -> Path:
     if npm is None:
         pytest.skip("npm is not installed: it installs TypeScript for this test")
     root.mkdir(parents=True, exist_ok=True)
+    install = ["install", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"]
     subprocess.run(
-        [
-            npm,
-            "install",
-            "--ignore-scripts",
-            "--no-audit",
-            "--no-fund",
-            "--loglevel=error",
-            *(
-                "--prefix",
-                str(root),
-                f"typescript@{TYPESCRIPT_VERSION}",
-            ),
-        ],
+        [npm, *install, "--prefix", str(root), f"typescript@{TYPESCRIPT_VERSION}"],
         check=True,
         capture_output=True,
         timeout=600,
