@@ -110,11 +110,14 @@ def create_app(
 
 
 class _Server(uvicorn.Server):
-    """uvicorn's server, saying where it listens once it does (the port, where 0 was asked)."""
+    """uvicorn's server, saying where it listens once it does (the port, where 0 was asked), and
+    flushing the service's telemetry as it shuts down: uvicorn raises the signal that stopped
+    it again once it has, which ends the process before any code after ``run()``."""
 
-    def __init__(self, config: uvicorn.Config, out: TextIO) -> None:
+    def __init__(self, config: uvicorn.Config, out: TextIO, telemetry: ServiceTelemetry) -> None:
         super().__init__(config)
         self._out = out
+        self._telemetry = telemetry
 
     async def startup(self, sockets: Any = None) -> None:
         await super().startup(sockets)
@@ -128,6 +131,12 @@ class _Server(uvicorn.Server):
             flush=True,
         )
 
+    async def shutdown(self, sockets: Any = None) -> None:
+        try:
+            await super().shutdown(sockets)
+        finally:
+            self._telemetry.shutdown()
+
 
 def serve(
     config: ConfigSource | None,
@@ -140,20 +149,14 @@ def serve(
     """Run the service until interrupted; refuse to listen beyond loopback without a token."""
     require_token(listen, token)
     telemetry = service_guard(config, SERVICE_NAME)
-    try:
-        app = create_app(telemetry, token=token, block_as=block_as)
-        server = _Server(
-            uvicorn.Config(
-                app,
-                host=listen.host,
-                port=listen.port,
-                lifespan="off",
-                access_log=False,
-                log_level="warning",
-                server_header=False,
-            ),
-            out,
-        )
-        server.run()
-    finally:
-        telemetry.shutdown()
+    app = create_app(telemetry, token=token, block_as=block_as)
+    settings = uvicorn.Config(
+        app,
+        host=listen.host,
+        port=listen.port,
+        lifespan="off",
+        access_log=False,
+        log_level="warning",
+        server_header=False,
+    )
+    _Server(settings, out, telemetry).run()
