@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from ..engine.verdict import Verdict
 from ._base import keyed_scope
-from .verdicts import BadField, Call, Outcome, Verdicts, text
+from .verdicts import BadField, Call, Outcome, Verdicts, optional_text, text
 
 __all__ = ["AGENTS", "BlockAs", "answer_hook"]
 
@@ -42,8 +42,7 @@ _COMPACTING = frozenset({"PreCompact", "PostCompact"})
 
 def _scope(agent: str, payload: Mapping[str, Any], *, subagent: bool = True) -> str:
     session = text(payload, "session_id")
-    assert session is not None
-    sub = text(payload, "agent_id", required=False) if subagent else None
+    sub = optional_text(payload, "agent_id") if subagent else None
     return keyed_scope(agent, f"{session}/{sub}" if sub else session)
 
 
@@ -68,10 +67,9 @@ def answer_hook(
 def _call(agent: str, payload: Mapping[str, Any]) -> tuple[str, str, str | None]:
     scope = _scope(agent, payload)
     tool = text(payload, "tool_name")
-    assert tool is not None
     if "tool_input" not in payload:
         raise BadField("tool_input", "missing; allowed: the tool's input (any JSON value)")
-    return scope, tool, text(payload, "agent_type", required=False)
+    return scope, tool, optional_text(payload, "agent_type")
 
 
 def _pre_tool_use(
@@ -83,7 +81,7 @@ def _pre_tool_use(
             scope=scope,
             tool=tool,
             arguments=payload["tool_input"],
-            call_id=text(payload, "tool_use_id", required=False),
+            call_id=optional_text(payload, "tool_use_id"),
             agent=agent_type,
         )
     )
@@ -117,7 +115,6 @@ def _post_tool_use(
 ) -> dict[str, Any]:
     scope, tool, agent_type = _call(agent, payload)
     call_id = text(payload, "tool_use_id")
-    assert call_id is not None
     if failed:
         error = payload.get("error")
         if error is not None and not isinstance(error, str):

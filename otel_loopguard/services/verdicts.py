@@ -35,6 +35,7 @@ __all__ = [
     "Verdicts",
     "call_of",
     "json_body",
+    "optional_text",
     "outcome_of",
     "scope_of",
     "spent_of",
@@ -72,12 +73,18 @@ def json_body(raw: bytes) -> dict[str, Any]:
     return body
 
 
-def text(body: Mapping[str, Any], name: str, *, required: bool = True) -> str | None:
-    """A string field of at most :data:`MAX_FIELD_CHARS` characters, not empty."""
+def text(body: Mapping[str, Any], name: str) -> str:
+    """A required string field of at most :data:`MAX_FIELD_CHARS` characters, not empty."""
+    value = optional_text(body, name)
+    if value is None:
+        raise BadField(name, "missing; allowed: a non-empty string")
+    return value
+
+
+def optional_text(body: Mapping[str, Any], name: str) -> str | None:
+    """A string field of at most :data:`MAX_FIELD_CHARS` characters, not empty, or ``None``."""
     value = body.get(name)
     if value is None:
-        if required:
-            raise BadField(name, "missing; allowed: a non-empty string")
         return None
     if not isinstance(value, str) or not value:
         raise BadField(name, f"got {_json_type(value)}; allowed: a non-empty string")
@@ -135,7 +142,7 @@ def scope_of(body: Mapping[str, Any]) -> str:
         if found is None:
             raise BadField("traceparent", "not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)")
         return found
-    scope = text(body, "scope", required=False)
+    scope = optional_text(body, "scope")
     if scope is None:
         raise BadField("scope", "missing; allowed: a non-empty string (or a traceparent)")
     return keyed_scope("check", scope)
@@ -144,7 +151,7 @@ def scope_of(body: Mapping[str, Any]) -> str:
 def _arguments(body: Mapping[str, Any], field: str) -> object:
     """``field`` (any JSON value, digested here, never kept) or ``field_digest`` (a digest the
     caller made: the same digest is the same call)."""
-    digest = text(body, f"{field}_digest", required=False)
+    digest = optional_text(body, f"{field}_digest")
     if digest is not None:
         if field in body:
             raise BadField(f"{field}_digest", f"give {field} or {field}_digest, not both")
@@ -157,10 +164,10 @@ def call_of(body: Mapping[str, Any]) -> Call:
     call_id?, agent?}``."""
     return Call(
         scope=scope_of(body),
-        tool=_required(text(body, "tool")),
+        tool=text(body, "tool"),
         arguments=_arguments(body, "arguments"),
-        call_id=text(body, "call_id", required=False),
-        agent=text(body, "agent", required=False),
+        call_id=optional_text(body, "call_id"),
+        agent=optional_text(body, "agent"),
     )
 
 
@@ -169,11 +176,11 @@ def outcome_of(body: Mapping[str, Any]) -> Outcome:
     error, agent?}``."""
     return Outcome(
         scope=scope_of(body),
-        tool=_required(text(body, "tool")),
-        call_id=_required(text(body, "call_id")),
+        tool=text(body, "tool"),
+        call_id=text(body, "call_id"),
         result=_arguments(body, "result"),
-        error=text(body, "error", required=False),
-        agent=text(body, "agent", required=False),
+        error=optional_text(body, "error"),
+        agent=optional_text(body, "agent"),
     )
 
 
@@ -195,15 +202,10 @@ def spent_of(body: Mapping[str, Any]) -> Spent:
         usage[name] = value
     if "input_tokens" not in usage and "output_tokens" not in usage:
         raise BadField("input_tokens", "missing; allowed: input_tokens and/or output_tokens")
-    model = text(body, "model", required=False)
+    model = optional_text(body, "model")
     if model is not None:
         usage["model"] = model
-    return Spent(scope=scope_of(body), usage=usage, agent=text(body, "agent", required=False))
-
-
-def _required(value: T | None) -> T:
-    assert value is not None  # text(..., required=True) never returns None
-    return value
+    return Spent(scope=scope_of(body), usage=usage, agent=optional_text(body, "agent"))
 
 
 def verdict_body(verdict: Verdict) -> dict[str, Any]:
