@@ -13,7 +13,8 @@ detection on, the in-memory store, no exporter). Three figures:
 - **The same verdict in process**: ``guard.check()`` and ``guard.record_result()`` on the same
   calls, for the ratio of what the network and the ASGI stack add.
 - **Requests per second with 50 sessions**: 50 connections at once (asyncio, one per session),
-  each sending its session's calls without a pause; the service's one core is the limit.
+  each sending its session's calls without a pause; the service's one core is the limit. Then
+  the same with 500 sessions (fewer calls each): hundreds of agents on one service.
 
 On a busy machine the wall-clock figures measure the contention as much as the service: the
 service's own CPU time per request (user + system, from ``/proc``, over the 50-session phase)
@@ -178,6 +179,7 @@ def main() -> None:
         cpu_before = cpu_seconds(process.pid)
         requests, seconds = asyncio.run(throughput(port, 50, 200 // scale))
         cpu = cpu_seconds(process.pid) - cpu_before
+        many, many_seconds = asyncio.run(throughput(port, 500, 20 // scale))
     finally:
         process.terminate()
         process.wait(timeout=30)
@@ -190,6 +192,8 @@ def main() -> None:
     print(f"  a PreToolUse over HTTP costs {ratio:.0f}x an in-process check (p50)")
     rate = requests / seconds
     print(f"50 sessions at once: {requests} requests in {seconds:.2f} s = {rate:.0f}/s")
+    rate = many / many_seconds
+    print(f"500 sessions at once: {many} requests in {many_seconds:.2f} s = {rate:.0f}/s")
     per_request = cpu / requests
     print(
         f"  the service's CPU time: {per_request * 1e6:.0f} us a request "

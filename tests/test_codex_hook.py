@@ -121,3 +121,14 @@ def test_on_failure_block_denies_the_call(nowhere: str) -> None:
     assert "could not check" in answer["permissionDecisionReason"]
     after = codex_payload("s", "PostToolUse", 1, tool_response="x")
     assert hook(after, "--server", nowhere, "--on-failure", "block").stdout == ""
+
+
+def test_the_hook_sends_the_servers_token(strict_config: Path) -> None:
+    token = "a-token-for-the-tests-0123456789"
+    with serving("--config", str(strict_config), token=token) as service:
+        payload = codex_payload(str(uuid.uuid4()), "PreToolUse", 1)
+        refused = hook(payload, "--server", service.url)
+        sent = hook(payload, "--server", service.url, env={"OTEL_LOOPGUARD_TOKEN": token})
+    assert (refused.returncode, refused.stdout) == (0, "")  # fails open, saying why
+    assert "answered 401" in refused.stderr
+    assert (sent.returncode, sent.stdout, sent.stderr) == (0, "", "")

@@ -335,3 +335,19 @@ def test_the_service_starts_without_the_extra_saying_what_to_install(tmp_path: P
     assert result.returncode == 2
     assert 'pip install -e ".[serve]"' in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_documented_hook_settings_are_json_naming_routes_the_service_answers(
+    served: Served,
+) -> None:
+    page = (Path(__file__).resolve().parent.parent / "docs" / "coding-agents.md").read_text()
+    blocks = [b.split("```", 1)[0] for b in page.split("```json\n")[1:]]
+    urls = set()
+    for block in blocks:
+        text = json.dumps(json.loads(block))
+        urls.update(u for u in text.split('"') if u.startswith("http://"))
+    paths = {"/" + url.split("/", 3)[3] for url in urls}
+    assert paths == {"/v1/hooks/claude-code"}
+    payload = {"session_id": "docs", "hook_event_name": "SessionStart", "source": "startup"}
+    for path in paths:
+        assert served.post(path, payload) == (200, {})
