@@ -119,6 +119,10 @@ def test_each_verdict_is_a_span_with_the_detection_exported_over_otlp() -> None:
                 service.hook(claude_code(session, "PreToolUse", n))
                 post = claude_code(session, "PostToolUse", n, tool_response={"content": "x"})
                 service.hook(post)
+                usage = {"input_tokens": 1000, "output_tokens": 50, "model": "m"}
+                session_scope = {"claude_code_session": session}
+                status, _ = service.post("/v1/usage", {**session_scope, **usage})
+                assert status == 200
         # The service has exited (flushing its spans at shutdown).
         spans = list(receiver.spans)
     checks = [s for s in spans if s.name == "loopguard.check"]
@@ -133,4 +137,13 @@ def test_each_verdict_is_a_span_with_the_detection_exported_over_otlp() -> None:
         ("warning", 10),
         ("critical", 20),
     ]
+    # What the loop cost, from the usage the agent reported: the 20 model calls since its
+    # first call (as in process, where model calls' spans report it).
+    assert (
+        events[1]["loopguard.loop.input_tokens"],
+        events[1]["loopguard.loop.output_tokens"],
+    ) == (
+        20_000,
+        1_000,
+    )
     assert "/repo/a.py" not in repr(spans)  # only digests leave the service

@@ -27,11 +27,11 @@ from typing import Any, Literal
 
 from ..engine.verdict import Verdict
 from ._base import keyed_scope
-from .verdicts import BadField, Call, Outcome, Verdicts, optional_text, text
+from .verdicts import HOOK_AGENTS, BadField, Call, Outcome, Verdicts, optional_text, text
 
 __all__ = ["AGENTS", "BlockAs", "answer_hook"]
 
-AGENTS = ("claude-code", "codex")
+AGENTS = HOOK_AGENTS
 """The agents whose hooks are answered (the route ``/v1/hooks/<agent>``)."""
 
 BlockAs = Literal["deny", "ask"]

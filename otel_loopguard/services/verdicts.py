@@ -27,6 +27,7 @@ from ._base import keyed_scope, trace_scope_of
 from ._telemetry import ServiceTelemetry
 
 __all__ = [
+    "HOOK_AGENTS",
     "MAX_FIELD_CHARS",
     "BadField",
     "Call",
@@ -134,14 +135,23 @@ class Spent:
     agent: str | None = None
 
 
+HOOK_AGENTS = ("claude-code", "codex")
+"""The agents whose hooks the service answers; a hook session's scope is ``<agent>:<session>``."""
+
+
 def scope_of(body: Mapping[str, Any]) -> str:
     """``/v1/*``'s scope: ``traceparent`` (the trace's scope, shared with span processors on
-    the same Redis store) or ``scope`` (any key of the caller's: a session, a run)."""
+    the same Redis store), ``claude_code_session`` / ``codex_session`` (a hook session's: its
+    ``session_id``, to report its usage, say) or ``scope`` (any key of the caller's)."""
     if body.get("traceparent") is not None:
         found = trace_scope_of(body["traceparent"])
         if found is None:
             raise BadField("traceparent", "not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)")
         return found
+    for agent in HOOK_AGENTS:
+        session = optional_text(body, f"{agent.replace('-', '_')}_session")
+        if session is not None:
+            return keyed_scope(agent, session)
     scope = optional_text(body, "scope")
     if scope is None:
         raise BadField("scope", "missing; allowed: a non-empty string (or a traceparent)")
