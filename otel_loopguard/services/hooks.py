@@ -11,7 +11,8 @@ Both send the same JSON for a hook (``session_id``, ``hook_event_name``, ``tool_
 - ``PostToolUse`` / ``PostToolUseFailure``: the call's outcome (a failure's ``error`` as its
   error); ``{}``, or ``decision: "block"`` with the message when this outcome aborted the run
   (the post-compaction guard).
-- ``PreCompact`` / ``PostCompact``: arm the post-compaction guard.
+- ``PreCompact`` / ``PostCompact`` (and ``SessionStart`` after a compaction): arm the
+  post-compaction guard.
 - ``Stop`` / ``SessionEnd``: the session's scope is released; ``SubagentStop``: the subagent's.
 
 Every other event is answered ``{}``. A session's scope is its ``session_id`` (a subagent's
@@ -56,7 +57,7 @@ def answer_hook(
         return _pre_tool_use(verdicts, agent, payload, block_as)
     if event in ("PostToolUse", "PostToolUseFailure"):
         return _post_tool_use(verdicts, agent, payload, failed=event == "PostToolUseFailure")
-    if event in _COMPACTING:
+    if event in _COMPACTING or (event == "SessionStart" and payload.get("source") == "compact"):
         verdicts.compaction(_scope(agent, payload))
     elif event in _RELEASING:
         # A subagent's stop releases its own scope; the main agent's ends the session's.
