@@ -351,3 +351,27 @@ def test_the_documented_hook_settings_are_json_naming_routes_the_service_answers
     payload = {"session_id": "docs", "hook_event_name": "SessionStart", "source": "startup"}
     for path in paths:
         assert served.post(path, payload) == (200, {})
+
+
+@pytest.mark.parametrize(
+    "compaction",
+    [
+        {"hook_event_name": "PreCompact", "trigger": "auto"},
+        {"hook_event_name": "SessionStart", "source": "compact"},
+    ],
+)
+def test_a_loop_that_survives_a_compaction_ends_the_run(
+    served: Served, compaction: dict[str, str]
+) -> None:
+    session = str(uuid.uuid4())
+    served.hook({"session_id": session, **compaction})
+    answers = []
+    for n in range(1, 4):
+        pre = pre_tool_use(session, n, {"command": "make"})
+        served.hook(pre)
+        answers.append(served.hook(post_tool_use(pre, {"stdout": "same", "stderr": ""})))
+    assert answers[:2] == [{}, {}]
+    assert answers[2]["decision"] == "block"
+    assert answers[2]["reason"].startswith("CRITICAL:")
+    denied = served.hook(pre_tool_use(session, 4, {"command": "ls"}))
+    assert denied["hookSpecificOutput"]["permissionDecision"] == "deny"
