@@ -1,5 +1,5 @@
 """The ``otel-loopguard`` command: ``demo`` shows loops caught; ``validate`` checks a config;
-``replay`` backtests one on recorded traces."""
+``replay`` backtests one on recorded traces; ``serve`` and ``hook`` guard coding agents."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from ..config.loading import ConfigError, load_config
 from ..recorded.otlp_file import OtlpFileError, OtlpJsonFileExporter
-from . import replay, validate
+from . import replay, serve, validate
 from .demo import DEMO_CONFIG, SCENARIOS, run_scenario
 
 if TYPE_CHECKING:
@@ -132,6 +132,7 @@ def _parser() -> argparse.ArgumentParser:
         ),
     )
     replay.add_parser(commands)
+    serve.add_parsers(commands)
     return parser
 
 
@@ -325,6 +326,9 @@ def _version() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``otel-loopguard`` console script."""
     args = _parser().parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is not None:  # a command that reports its own errors
+        return int(handler(args))
     try:
         if args.command == "demo":
             return _demo(args)

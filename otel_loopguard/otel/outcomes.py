@@ -19,6 +19,7 @@ from ..engine.identity.additions import may_carry
 from ..engine.identity.digests import OutcomeDigest, digest_call, digest_outcome
 from ..engine.records import UNRECORDED, ProposedCall
 from ..engine.state.scope import Decision, ScopeState
+from ..engine.usage import Usage
 from ..engine.verdict import Verdict
 from . import conventions
 from .annotations import Mark
@@ -26,7 +27,7 @@ from .live import LiveSpan
 from .reader import SpanFields
 from .runtime import Runtime
 
-__all__ = ["Outcome", "Outcomes", "mark_of"]
+__all__ = ["Outcome", "Outcomes", "mark_of", "spend"]
 
 
 def mark_of(decision: Decision, tool: str, currency: str | None = None) -> Mark | None:
@@ -147,17 +148,34 @@ class Outcomes:
         found = conventions.usage_of(attributes, self.runtime.prices)
         if found is None:
             return ()
-        cfg = self.settings.for_agent(entry.agent if entry is not None else None)
-        if not cfg.active:
-            return ()
         usage, model = found
         started, ended = (span.start_time or 0) / 1e9, (span.end_time or 0) / 1e9
-        fired = self.store.update(scope_key, ScopeState.spend, usage, model, started, ended, cfg)
-        if fired is None:
-            return ()
-        intended = fired if cfg.observe_only and fired.aborted else None
-        shown = replace(fired, action="warn") if intended else fired
-        return (Mark(shown, fired.tool_name or "", intended),)
+        agent = entry.agent if entry is not None else None
+        mark = spend(self.runtime, scope_key, usage, model, (started, ended), agent)
+        return () if mark is None else (mark,)
+
+
+def spend(
+    runtime: Runtime,
+    scope_key: str,
+    usage: Usage,
+    model: str | None,
+    times: tuple[float, float],
+    agent: str | None,
+) -> Mark | None:
+    """A model call of the scope, from ``times[0]`` to ``times[1]`` (seconds since the epoch),
+    spent ``usage``: added to the scope's totals; the mark of the budget verdict it brings, if
+    one fires. For a model call seen as a span, and for usage an agent reports to a service."""
+    cfg = runtime.settings.for_agent(agent)
+    if not cfg.active:
+        return None
+    started, ended = times
+    fired = runtime.store.update(scope_key, ScopeState.spend, usage, model, started, ended, cfg)
+    if fired is None:
+        return None
+    intended = fired if cfg.observe_only and fired.aborted else None
+    shown = replace(fired, action="warn") if intended else fired
+    return Mark(shown, fired.tool_name or "", intended)
 
 
 def _outcome_of(span: ReadableSpan, attributes: Mapping[str, Any]) -> tuple[object, str | None]:

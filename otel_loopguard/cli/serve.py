@@ -1,0 +1,147 @@
+"""``otel-loopguard serve`` and ``otel-loopguard hook codex``: their options, and the service
+modules imported only when one runs (the core install has no Starlette or uvicorn)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from ..config.environment import config_from_env
+from ..config.loading import ConfigError, load_config, load_file
+from ..config.model import LoopGuardConfig
+from ..services._base import DEFAULT_LISTEN, ENV_TOKEN, ServiceError, parse_listen, read_token
+
+__all__ = ["add_parsers"]
+
+EXTRA = 'python3 -m pip install -e ".[serve]" (from a clone of otel-loopguard)'
+
+
+def add_parsers(commands: Any) -> None:
+    """Add ``serve`` and ``hook`` to the ``otel-loopguard`` command's subcommands."""
+    serve = commands.add_parser(
+        "serve",
+        help="answer Claude Code and Codex hooks and an HTTP check (needs the serve extra)",
+        description=(
+            "A verdict service: Claude Code's http hooks (POST /v1/hooks/claude-code), Codex's "
+            "(POST /v1/hooks/codex, through `otel-loopguard hook codex`), and POST /v1/check, "
+            "/v1/outcome, /v1/usage and /v1/release for agents in any language. Listens on "
+            f"127.0.0.1 unless told otherwise; beyond loopback it needs a bearer token "
+            f"(--token-file or ${ENV_TOKEN}). Its spans and metrics go out through the OTEL_* "
+            "environment."
+        ),
+    )
+    serve.add_argument("--config", metavar="FILE", help="a loop-detection config file")
+    serve.add_argument(
+        "--listen",
+        metavar="HOST:PORT",
+        default=DEFAULT_LISTEN,
+        help=f"where to listen (default {DEFAULT_LISTEN}; port 0: any free port)",
+    )
+    serve.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help=f"require this bearer token (its first line; default ${ENV_TOKEN})",
+    )
+    _block_as(serve)
+    serve.set_defaults(handler=_serve)
+
+    hook = commands.add_parser(
+        "hook",
+        help="a coding agent's command hook: the hook's JSON on stdin, the answer on stdout",
+    )
+    agents = hook.add_subparsers(dest="agent", required=True, metavar="AGENT")
+    codex = agents.add_parser(
+        "codex",
+        help="Codex's PreToolUse / PostToolUse / Stop command hook",
+        description=(
+            "Answer one Codex hook call. The session's history lives in a running "
+            "`otel-loopguard serve` (--server URL, or $OTEL_LOOPGUARD_SERVER) or in a shared "
+            "store (a --config whose store has a redis:// url). If the check cannot be made "
+            "the call goes on (--on-failure block denies it instead)."
+        ),
+    )
+    codex.add_argument("--server", metavar="URL", help="e.g. http://127.0.0.1:8765")
+    codex.add_argument("--config", metavar="FILE", help="a config with a shared store")
+    codex.add_argument(
+        "--token-file", metavar="FILE", help=f"the server's bearer token (default ${ENV_TOKEN})"
+    )
+    codex.add_argument(
+        "--on-failure",
+        choices=("allow", "block"),
+        default="allow",
+        help="when the check cannot be made: let the call go on (default) or deny it",
+    )
+    codex.add_argument(
+        "--timeout", type=float, default=5.0, metavar="SECONDS", help="for --server (default 5)"
+    )
+    _block_as(codex)
+    codex.set_defaults(handler=_hook_codex)
+
+
+SERVICE_DEFAULTS = {"enabled": True}
+"""What a service starts from: loop detection on (the reason to run one). A config file or the
+``OTEL_LOOPGUARD_*`` environment says otherwise where it sets ``enabled``."""
+
+
+def service_config(path: str | None) -> LoopGuardConfig:
+    """The file's configuration (else the environment's), over :data:`SERVICE_DEFAULTS`."""
+    if path is None:
+        return config_from_env(os.environ, SERVICE_DEFAULTS)
+    data = load_file(path).model_dump(by_alias=True, exclude_none=True)
+    block = data.setdefault("tools", {}).setdefault("loopDetection", {})
+    for key, value in SERVICE_DEFAULTS.items():
+        block.setdefault(key, value)
+    return load_config(data)
+
+
+def _block_as(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--block-as",
+        choices=("deny", "ask"),
+        default="deny",
+        help="a blocked call is denied (default) or put to the user; an abort is always denied",
+    )
+
+
+def _serve(args: argparse.Namespace) -> int:
+    try:
+        listen = parse_listen(args.listen)
+        token = read_token(args.token_file)
+        try:
+            from ..services.serve import serve
+        except ImportError as missing:
+            raise ServiceError(
+                f"otel-loopguard serve needs the serve extra ({missing.name} is not "
+                f"installed): {EXTRA}"
+            ) from None
+        serve(service_config(args.config), listen, token=token, block_as=args.block_as)
+    except (ServiceError, ConfigError) as exc:
+        print(f"otel-loopguard: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+def _hook_codex(args: argparse.Namespace) -> int:
+    from ..services.codex import ENV_SERVER, run_hook
+
+    try:
+        server = args.server or os.environ.get(ENV_SERVER) or None
+        return run_hook(
+            stdin=sys.stdin.buffer,
+            stdout=sys.stdout,
+            stderr=sys.stderr,
+            server=server,
+            config=None if server else service_config(args.config),
+            token=read_token(args.token_file),
+            block_as=args.block_as,
+            on_failure=args.on_failure,
+            timeout=args.timeout,
+        )
+    except (ServiceError, ConfigError) as exc:
+        # Status 1, never 2: to Codex, a hook's status 2 blocks the call.
+        print(f"otel-loopguard hook codex: error: {exc}", file=sys.stderr)
+        return 1

@@ -1,0 +1,158 @@
+"""Claude Code's and Codex's hooks, answered by the guard.
+
+Both send the same JSON for a hook (``session_id``, ``hook_event_name``, ``tool_name``,
+``tool_input``, ``tool_use_id``, and ``tool_response`` after the call) and read the same answer:
+
+- ``PreToolUse``: ``{}`` lets the call go on to the user's own permission rules (never an
+  explicit ``allow``, which would skip them); a warning is ``additionalContext`` (the model
+  reads it before the tool runs); a block or an abort is ``permissionDecision: "deny"`` (or
+  ``"ask"``, when the service is told to ask the user) with the guard's message as
+  ``permissionDecisionReason``, which the model reads.
+- ``PostToolUse`` / ``PostToolUseFailure``: the call's outcome (a failure's ``error`` as its
+  error); ``{}``, or ``decision: "block"`` with the message when this outcome aborted the run
+  (the post-compaction guard).
+- ``PreCompact`` / ``PostCompact`` (and ``SessionStart`` after a compaction): arm the
+  post-compaction guard.
+- ``Stop`` / ``SessionEnd``: the session's scope is released; ``SubagentStop``: the subagent's.
+
+Every other event is answered ``{}``. A session's scope is its ``session_id`` (a subagent's
+calls, with an ``agent_id``, a scope of their own), prefixed by the agent (``claude-code:`` or
+``codex:``), so no two agents' sessions meet.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from ..engine.verdict import Verdict
+from ._base import keyed_scope
+from .verdicts import HOOK_AGENTS, BadField, Call, Outcome, Verdicts, optional_text, text
+
+__all__ = ["AGENTS", "BlockAs", "answer_hook"]
+
+AGENTS = HOOK_AGENTS
+"""The agents whose hooks are answered (the route ``/v1/hooks/<agent>``)."""
+
+BlockAs = Literal["deny", "ask"]
+
+_RELEASING = frozenset({"Stop", "SessionEnd", "SubagentStop"})
+_COMPACTING = frozenset({"PreCompact", "PostCompact"})
+
+
+def _scope(agent: str, payload: Mapping[str, Any], *, subagent: bool = True) -> str:
+    session = text(payload, "session_id")
+    sub = optional_text(payload, "agent_id") if subagent else None
+    return keyed_scope(agent, f"{session}/{sub}" if sub else session)
+
+
+def answer_hook(
+    verdicts: Verdicts, agent: str, payload: Mapping[str, Any], block_as: BlockAs = "deny"
+) -> dict[str, Any]:
+    """The hook's answer to ``payload`` (one JSON object); :class:`BadField` for a payload the
+    guard cannot use, naming the field."""
+    event = text(payload, "hook_event_name")
+    if event == "PreToolUse":
+        return _pre_tool_use(verdicts, agent, payload, block_as)
+    if event in ("PostToolUse", "PostToolUseFailure"):
+        return _post_tool_use(verdicts, agent, payload, failed=event == "PostToolUseFailure")
+    if event in _COMPACTING or (event == "SessionStart" and payload.get("source") == "compact"):
+        verdicts.compaction(_scope(agent, payload))
+    elif event in _RELEASING:
+        # A subagent's stop releases its own scope; the main agent's ends the session's.
+        verdicts.release(_scope(agent, payload, subagent=event == "SubagentStop"))
+    return {}
+
+
+def _call(agent: str, payload: Mapping[str, Any]) -> tuple[str, str, str | None]:
+    scope = _scope(agent, payload)
+    tool = text(payload, "tool_name")
+    if "tool_input" not in payload:
+        raise BadField("tool_input", "missing; allowed: the tool's input (any JSON value)")
+    return scope, tool, optional_text(payload, "agent_type")
+
+
+def _pre_tool_use(
+    verdicts: Verdicts, agent: str, payload: Mapping[str, Any], block_as: BlockAs
+) -> dict[str, Any]:
+    scope, tool, agent_type = _call(agent, payload)
+    verdict = verdicts.check(
+        Call(
+            scope=scope,
+            tool=tool,
+            arguments=payload["tool_input"],
+            call_id=optional_text(payload, "tool_use_id"),
+            agent=agent_type,
+        )
+    )
+    return pre_tool_use_answer(verdict, block_as)
+
+
+def pre_tool_use_answer(verdict: Verdict, block_as: BlockAs = "deny") -> dict[str, Any]:
+    """What a ``PreToolUse`` hook answers for a verdict."""
+    if verdict.level == "ok" or not verdict.message:
+        return {}
+    if not verdict.blocked:
+        return {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "additionalContext": verdict.message,
+            }
+        }
+    # An abort stops the run: the user is not asked to let one more call through.
+    decision = "deny" if verdict.aborted else block_as
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": decision,
+            "permissionDecisionReason": verdict.message,
+        }
+    }
+
+
+def _post_tool_use(
+    verdicts: Verdicts, agent: str, payload: Mapping[str, Any], *, failed: bool
+) -> dict[str, Any]:
+    scope, tool, agent_type = _call(agent, payload)
+    call_id = text(payload, "tool_use_id")
+    if failed:
+        error = payload.get("error")
+        if error is not None and not isinstance(error, str):
+            raise BadField("error", "allowed: a string (the failure's message)")
+        outcome = Outcome(
+            scope=scope,
+            tool=tool,
+            call_id=call_id,
+            error=error or "the tool call failed",
+            agent=agent_type,
+        )
+    else:
+        if "tool_response" not in payload:
+            raise BadField("tool_response", "missing; allowed: the tool's result (any JSON)")
+        outcome = Outcome(
+            scope=scope,
+            tool=tool,
+            call_id=call_id,
+            result=payload["tool_response"],
+            error=_error_of(payload["tool_response"]),
+            agent=agent_type,
+        )
+    fired = verdicts.outcome(outcome)
+    if fired.aborted and fired.message:
+        return {"decision": "block", "reason": fired.message}
+    return {}
+
+
+def _error_of(response: object) -> str | None:
+    """The failure a ``PostToolUse`` response reports (an MCP tool's ``isError`` result, an
+    interrupted Bash call), as text to digest: two different failures stay different."""
+    if not isinstance(response, dict):
+        return None
+    if (
+        response.get("isError") is True
+        or response.get("is_error") is True
+        or (response.get("interrupted") is True)
+    ):
+        return json.dumps(response, sort_keys=True, default=str)
+    return None

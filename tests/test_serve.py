@@ -1,0 +1,377 @@
+"""``otel-loopguard serve`` answering Claude Code's hooks and the HTTP check, as a real uvicorn
+server on a loopback port: the verdicts, the scopes, and what it refuses."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("starlette")
+pytest.importorskip("uvicorn")
+
+from otel_loopguard import LoopGuard
+
+from .serve_helpers import Served, command, environment, serving, session_payloads
+
+TOKEN = "a-token-for-the-tests-0123456789"
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[Served]:
+    with serving() as service:
+        yield service
+
+
+def new_session(payloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The payloads as another session's (each test its own scope on the shared server)."""
+    session = str(uuid.uuid4())
+    return [{**p, "session_id": session} for p in payloads]
+
+
+def pre_tool_use(session: str, n: int, tool_input: object, tool: str = "Bash") -> dict[str, Any]:
+    return {
+        "session_id": session,
+        "transcript_path": f"/tmp/{session}.jsonl",
+        "cwd": "/tmp",
+        "permission_mode": "default",
+        "hook_event_name": "PreToolUse",
+        "tool_name": tool,
+        "tool_input": tool_input,
+        "tool_use_id": f"toolu_{n:04d}",
+    }
+
+
+def post_tool_use(pre: dict[str, Any], response: object) -> dict[str, Any]:
+    return {**pre, "hook_event_name": "PostToolUse", "tool_response": response}
+
+
+def in_process_messages(calls: int) -> list[str]:
+    """What ``guard.check()`` says, in process, on the recorded session's calls."""
+    guard = LoopGuard({"enabled": True})
+    messages = []
+    for n in range(1, calls + 1):
+        verdict = guard.check(
+            "Read",
+            {"file_path": "/home/dev/shop/tests/test_checkout.py"},
+            call_id=f"c{n}",
+            scope="s",
+        )
+        messages.append(verdict.message)
+        guard.record_result("Read", {"content": "same"}, call_id=f"c{n}", scope="s")
+    return messages
+
+
+def test_the_recorded_session_is_warned_at_the_11th_call_and_denied_at_the_21st(
+    served: Served,
+) -> None:
+    pre_answers = []
+    for payload in new_session(session_payloads()):
+        answer = served.hook(payload)
+        if payload["hook_event_name"] == "PreToolUse":
+            pre_answers.append(answer)
+        else:
+            assert answer == {}, payload["hook_event_name"]
+    assert pre_answers[:10] == [{}] * 10  # allowed: never an explicit allow
+    warning = pre_answers[10]["hookSpecificOutput"]
+    assert warning["hookEventName"] == "PreToolUse"
+    assert "permissionDecision" not in warning  # the user's own permission rules still apply
+    assert warning["additionalContext"].startswith("WARNING: Read has been called 10 times")
+    denied = pre_answers[20]["hookSpecificOutput"]
+    assert denied["permissionDecision"] == "deny"
+    expected = in_process_messages(21)
+    assert denied["permissionDecisionReason"] == expected[20]  # the guard's own message
+    assert denied["permissionDecisionReason"].startswith("CRITICAL: Read was called 20 times")
+    assert pre_answers[21]["hookSpecificOutput"]["permissionDecision"] == "deny"  # the abort
+
+
+def test_changing_results_are_progress_and_never_denied(served: Served) -> None:
+    session = str(uuid.uuid4())
+    answers = []
+    for n in range(1, 26):
+        pre = pre_tool_use(session, n, {"command": "make test"})
+        answers.append(served.hook(pre))
+        served.hook(post_tool_use(pre, {"stdout": f"{n} tests passed", "stderr": ""}))
+    decisions = [a.get("hookSpecificOutput", {}).get("permissionDecision") for a in answers]
+    assert decisions == [None] * 25
+    assert answers[10]["hookSpecificOutput"]["additionalContext"].startswith("WARNING:")
+
+
+def test_identical_failures_are_no_progress(served: Served) -> None:
+    session = str(uuid.uuid4())
+    answers = []
+    for n in range(1, 22):
+        pre = pre_tool_use(session, n, {"command": "make test"})
+        answers.append(served.hook(pre))
+        failure = {**pre, "hook_event_name": "PostToolUseFailure", "error": "Exit code 2"}
+        failure["is_interrupt"] = False
+        served.hook(failure)
+    assert answers[20]["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+def test_stop_releases_the_session(served: Served) -> None:
+    session = str(uuid.uuid4())
+    for n in range(1, 11):
+        served.hook(pre_tool_use(session, n, {"command": "ls"}))
+    served.hook({"session_id": session, "hook_event_name": "Stop", "stop_hook_active": False})
+    assert served.hook(pre_tool_use(session, 11, {"command": "ls"})) == {}
+
+
+def test_a_subagent_is_a_scope_of_its_own(served: Served) -> None:
+    session = str(uuid.uuid4())
+    for n in range(1, 11):
+        served.hook(pre_tool_use(session, n, {"command": "ls"}))
+    sub = {**pre_tool_use(session, 11, {"command": "ls"}), "agent_id": "a1", "agent_type": "x"}
+    assert served.hook(sub) == {}
+    assert "hookSpecificOutput" in served.hook(pre_tool_use(session, 12, {"command": "ls"}))
+
+
+def test_block_as_ask_puts_a_block_to_the_user() -> None:
+    with serving("--block-as", "ask") as service:
+        session = str(uuid.uuid4())
+        answers = []
+        for n in range(1, 22):
+            pre = pre_tool_use(session, n, {"command": "ls"})
+            answers.append(service.hook(pre))
+            service.hook(post_tool_use(pre, {"stdout": "same", "stderr": ""}))
+    assert answers[20]["hookSpecificOutput"]["permissionDecision"] == "ask"
+
+
+def test_fifty_concurrent_sessions_are_kept_apart(served: Served) -> None:
+    """Each session makes the same calls at the same time: each is warned at its own 11th."""
+    sessions = [str(uuid.uuid4()) for _ in range(50)]
+
+    def run(session: str) -> list[dict[str, Any]]:
+        answers = []
+        for n in range(1, 12):
+            pre = pre_tool_use(session, n, {"command": "git status"})
+            answers.append(served.hook(pre))
+            served.hook(post_tool_use(pre, {"stdout": "clean", "stderr": ""}))
+        return answers
+
+    with ThreadPoolExecutor(max_workers=50) as pool:
+        results = list(pool.map(run, sessions))
+    for answers in results:
+        assert answers[:10] == [{}] * 10
+        assert "git status" not in json.dumps(answers[10])  # only digests: no argument quoted
+        assert answers[10]["hookSpecificOutput"]["additionalContext"].startswith(
+            "WARNING: Bash has been called 10 times"
+        )
+
+
+def test_the_http_check_is_guard_check_for_any_language(served: Served) -> None:
+    scope = str(uuid.uuid4())
+    verdicts = []
+    for n in range(1, 23):
+        call = {"scope": scope, "tool": "search", "arguments": {"q": "x"}, "call_id": f"c{n}"}
+        status, verdict = served.post("/v1/check", call)
+        assert status == 200
+        verdicts.append(verdict)
+        outcome = {"scope": scope, "tool": "search", "call_id": f"c{n}", "result": "nothing"}
+        assert served.post("/v1/outcome", outcome)[1]["level"] == "ok"
+    assert verdicts[0] == {
+        "level": "ok",
+        "action": "none",
+        "detector": None,
+        "count": 0,
+        "message": "",
+        "paired_tool": None,
+        "blocked": False,
+        "aborted": False,
+    }
+    assert (verdicts[10]["level"], verdicts[10]["detector"], verdicts[10]["count"]) == (
+        "warning",
+        "generic_repeat",
+        10,
+    )
+    assert (verdicts[20]["action"], verdicts[20]["blocked"], verdicts[20]["count"]) == (
+        "block",
+        True,
+        20,
+    )
+    assert verdicts[21]["aborted"] is True
+
+
+def test_a_digest_of_the_arguments_counts_as_the_same_call(served: Served) -> None:
+    scope = str(uuid.uuid4())
+    answers = []
+    for n in range(1, 12):
+        body = {"scope": scope, "tool": "t", "arguments_digest": "sha256:ab12", "call_id": f"{n}"}
+        answers.append(served.post("/v1/check", body)[1])
+    assert [a["level"] for a in answers] == ["ok"] * 10 + ["warning"]
+
+
+def test_a_traceparent_names_the_trace_scope(served: Served) -> None:
+    parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    for _n in range(1, 11):
+        served.post("/v1/check", {"traceparent": parent, "tool": "t", "arguments": {}})
+    call = {"traceparent": parent, "tool": "t", "arguments": {}}
+    status, verdict = served.post("/v1/check", call)
+    assert (status, verdict["level"]) == (200, "warning")
+
+
+def test_a_budget_stops_the_run_on_usage_the_agent_reports(tmp_path: Path) -> None:
+    config = tmp_path / "budget.json"
+    config.write_text(json.dumps({"enabled": True, "budget": {"tokens": 1000}}))
+    with serving("--config", str(config)) as service:
+        scope = {"scope": "run-1"}
+        status, first = service.post("/v1/usage", {**scope, "input_tokens": 600})
+        assert (status, first["level"]) == (200, "ok")
+        _, stopped = service.post("/v1/usage", {**scope, "input_tokens": 300, "output_tokens": 200})
+        assert (stopped["detector"], stopped["aborted"]) == ("budget_exceeded", True)
+        _, verdict = service.post("/v1/check", {**scope, "tool": "t", "arguments": {}})
+        assert (verdict["detector"], verdict["aborted"]) == ("budget_exceeded", True)
+        assert service.post("/v1/release", scope) == (200, {})
+        _, after = service.post("/v1/check", {**scope, "tool": "t", "arguments": {}})
+        assert after["level"] == "ok"
+
+
+MALFORMED = [
+    ("/v1/hooks/claude-code", b"{not json", 400, "body"),
+    ("/v1/hooks/claude-code", b"[1, 2]", 400, "body"),
+    ("/v1/hooks/claude-code", b"[" * 100_000 + b"]" * 100_000, 400, "body"),
+    ("/v1/hooks/claude-code", b'{"session_id": "s", "tool_name": "Read"}', 422, "hook_event_name"),
+    ("/v1/hooks/claude-code", b'{"hook_event_name": "PreToolUse"}', 422, "session_id"),
+    (
+        "/v1/hooks/claude-code",
+        b'{"hook_event_name": "PreToolUse", "session_id": "s", "tool_name": 7, "tool_input": {}}',
+        422,
+        "tool_name",
+    ),
+    (
+        "/v1/hooks/claude-code",
+        b'{"hook_event_name": "PreToolUse", "session_id": "s", "tool_name": "Read"}',
+        422,
+        "tool_input",
+    ),
+    (
+        "/v1/hooks/codex",
+        b'{"hook_event_name": "PostToolUse", "session_id": "s", "tool_name": "Bash", '
+        b'"tool_input": {}, "tool_response": "x"}',
+        422,
+        "tool_use_id",
+    ),
+    (
+        "/v1/hooks/claude-code",
+        json.dumps({"hook_event_name": "Stop", "session_id": "s" * 5000}).encode(),
+        422,
+        "session_id",
+    ),
+    ("/v1/check", b'{"tool": "t"}', 422, "scope"),
+    ("/v1/check", b'{"scope": "s"}', 422, "tool"),
+    ("/v1/check", b'{"traceparent": "00-zz", "tool": "t"}', 422, "traceparent"),
+    (
+        "/v1/check",
+        b'{"scope": "s", "tool": "t", "arguments": {}, "arguments_digest": "d"}',
+        422,
+        "arguments_digest",
+    ),
+    ("/v1/outcome", b'{"scope": "s", "tool": "t"}', 422, "call_id"),
+    ("/v1/usage", b'{"scope": "s", "input_tokens": -1}', 422, "input_tokens"),
+    ("/v1/usage", b'{"scope": "s", "input_tokens": true}', 422, "input_tokens"),
+    ("/v1/usage", b'{"scope": "s", "model": "m"}', 422, "input_tokens"),
+]
+
+
+@pytest.mark.parametrize(
+    ("path", "raw", "status", "field"), MALFORMED, ids=[f"{m[0]}:{m[3]}" for m in MALFORMED]
+)
+def test_a_malformed_request_is_a_4xx_naming_the_field(
+    served: Served, path: str, raw: bytes, status: int, field: str
+) -> None:
+    answer = served.post(path, None, raw=raw)
+    assert answer[0] == status
+    assert answer[1]["field"] == field
+    assert field in answer[1]["error"]
+    assert "Traceback" not in answer[1]["error"]
+
+
+def test_a_body_over_the_bound_is_refused(served: Served) -> None:
+    status, answer = served.post("/v1/check", None, raw=b" " * (1 << 20) + b"{}")
+    assert status == 413
+    assert "over" in answer["error"]
+
+
+def test_an_unknown_hook_event_is_answered_with_nothing(served: Served) -> None:
+    payload = {"session_id": "s", "hook_event_name": "Notification", "message": "hi"}
+    assert served.hook(payload) == {}
+
+
+def test_beyond_loopback_it_refuses_to_start_without_a_token() -> None:
+    result = subprocess.run(
+        command("serve", "--listen", "0.0.0.0:0"),
+        capture_output=True,
+        text=True,
+        env=environment(),
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "bearer token" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_beyond_loopback_with_a_token_every_request_needs_it() -> None:
+    with serving("--listen", "0.0.0.0:0", token=TOKEN) as service:
+        service.url = service.url.replace("0.0.0.0", "127.0.0.1")
+        payload = {"session_id": "s", "hook_event_name": "SessionStart", "source": "startup"}
+        assert service.post("/v1/hooks/claude-code", payload) == (200, {})
+        status, answer = service.post("/v1/hooks/claude-code", payload, token="wrong-token-0123456")
+        assert status == 401
+        assert "bearer token" in answer["error"]
+
+
+def test_the_service_starts_without_the_extra_saying_what_to_install(tmp_path: Path) -> None:
+    """Where Starlette is missing, ``serve`` says which extra to install (exit 2, one line)."""
+    blocker = tmp_path / "starlette.py"
+    blocker.write_text("raise ImportError('blocked for the test', name='starlette')\n")
+    env = environment({"PYTHONPATH": f"{tmp_path}:{environment()['PYTHONPATH']}"})
+    result = subprocess.run(command("serve"), capture_output=True, text=True, env=env, timeout=60)
+    assert result.returncode == 2
+    assert 'pip install -e ".[serve]"' in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_the_documented_hook_settings_are_json_naming_routes_the_service_answers(
+    served: Served,
+) -> None:
+    page = (Path(__file__).resolve().parent.parent / "docs" / "coding-agents.md").read_text()
+    blocks = [b.split("```", 1)[0] for b in page.split("```json\n")[1:]]
+    urls = set()
+    for block in blocks:
+        text = json.dumps(json.loads(block))
+        urls.update(u for u in text.split('"') if u.startswith("http://"))
+    paths = {"/" + url.split("/", 3)[3] for url in urls}
+    assert paths == {"/v1/hooks/claude-code"}
+    payload = {"session_id": "docs", "hook_event_name": "SessionStart", "source": "startup"}
+    for path in paths:
+        assert served.post(path, payload) == (200, {})
+
+
+@pytest.mark.parametrize(
+    "compaction",
+    [
+        {"hook_event_name": "PreCompact", "trigger": "auto"},
+        {"hook_event_name": "SessionStart", "source": "compact"},
+    ],
+)
+def test_a_loop_that_survives_a_compaction_ends_the_run(
+    served: Served, compaction: dict[str, str]
+) -> None:
+    session = str(uuid.uuid4())
+    served.hook({"session_id": session, **compaction})
+    answers = []
+    for n in range(1, 4):
+        pre = pre_tool_use(session, n, {"command": "make"})
+        served.hook(pre)
+        answers.append(served.hook(post_tool_use(pre, {"stdout": "same", "stderr": ""})))
+    assert answers[:2] == [{}, {}]
+    assert answers[2]["decision"] == "block"
+    assert answers[2]["reason"].startswith("CRITICAL:")
+    denied = served.hook(pre_tool_use(session, 4, {"command": "ls"}))
+    assert denied["hookSpecificOutput"]["permissionDecision"] == "deny"
