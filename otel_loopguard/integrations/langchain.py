@@ -35,20 +35,14 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware
-from langchain_core.messages import ToolMessage
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest
-from langgraph.types import Command
 
-from ..engine.identity.additions import SEPARATOR
-from ..engine.verdict import Verdict, exception_for
+from ..engine.verdict import exception_for
 from ..guard import LoopGuard
+from .langgraph import AsyncExecute, Execute, Result, async_tool_call_wrapper, tool_call_wrapper
 
 __all__ = ["LoopGuardMiddleware", "guard_agent"]
-
-Result = ToolMessage | Command[Any]
-Execute = Callable[[ToolCallRequest], Result]
-AsyncExecute = Callable[[ToolCallRequest], Awaitable[Result]]
 
 _GUARDED = "_otel_loopguard_guard"
 """Set on a node ``guard_agent`` changed: guarding the agent again changes nothing."""
@@ -59,12 +53,14 @@ class LoopGuardMiddleware(AgentMiddleware):  # type: ignore[misc, unused-ignore]
     """LangChain agent middleware that guards every tool call of the agent with ``guard``.
 
     Give it to ``create_agent(..., middleware=[...])``; it goes first in the list: the first
-    middleware is the outermost, so a blocked call reaches no other ``wrap_tool_call``."""
+    middleware is the outermost, so a blocked call reaches no other ``wrap_tool_call``. Its
+    tool-call hooks are the LangGraph adapter's (``ToolNode`` runs both the same way)."""
 
     def __init__(self, guard: LoopGuard) -> None:
         super().__init__()
         self.guard = guard
-        self._warn = guard.settings.for_agent(None).warnings_to_model
+        self._wrap = tool_call_wrapper(guard)
+        self._awrap = async_tool_call_wrapper(guard)
 
     @property
     def name(self) -> str:
@@ -77,56 +73,16 @@ class LoopGuardMiddleware(AgentMiddleware):  # type: ignore[misc, unused-ignore]
         _stop_if_aborted(self.guard)
 
     def wrap_tool_call(self, request: ToolCallRequest, handler: Execute) -> Result:
-        verdict = self._verdict(request)
-        if verdict.blocked:
-            return _blocked(request, verdict)
-        return self._after(request, verdict, handler(request))
+        return self._wrap(request, handler)
 
     async def awrap_tool_call(self, request: ToolCallRequest, handler: AsyncExecute) -> Result:
-        verdict = self._verdict(request)
-        if verdict.blocked:
-            return _blocked(request, verdict)
-        return self._after(request, verdict, await handler(request))
-
-    def _verdict(self, request: ToolCallRequest) -> Verdict:
-        call = request.tool_call
-        # Inside the run (the tools node's span is the live one): the run's trace is the scope.
-        return self.guard.check(call["name"], call["args"], call_id=call.get("id") or None)
-
-    def _after(self, request: ToolCallRequest, verdict: Verdict, result: Result) -> Result:
-        call = request.tool_call
-        call_id = call.get("id")
-        if request.tool is None and isinstance(result, ToolMessage) and call_id:
-            # A missing tool: no tool ran and no span records the answer; the guard reads the
-            # missing tool's name from it (LangGraph's "X is not a valid tool").
-            text = result.text
-            self.guard.record_result(call["name"], text, call_id=call_id, error=text)
-        if (
-            self._warn
-            and verdict.level == "warning"
-            and isinstance(result, ToolMessage)
-            and isinstance(result.content, str)
-        ):
-            # The tool span ended with the raw result: only the model sees the warning.
-            update = {"content": f"{result.content}{SEPARATOR}{verdict.message}"}
-            return result.model_copy(update=update)
-        return result
+        return await self._awrap(request, handler)
 
 
 def _stop_if_aborted(guard: LoopGuard) -> None:
     verdict = guard.abort_verdict()
     if verdict is not None:
         raise exception_for(verdict)
-
-
-def _blocked(request: ToolCallRequest, verdict: Verdict) -> ToolMessage:
-    """The block message as the call's failed result; an abort raises (the run must end)."""
-    if verdict.aborted:
-        raise exception_for(verdict)
-    call = request.tool_call
-    return ToolMessage(
-        verdict.message, name=call["name"], tool_call_id=call.get("id") or "", status="error"
-    )
 
 
 def guard_agent(guard: LoopGuard, agent: Any) -> Any:
