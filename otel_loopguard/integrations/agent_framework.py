@@ -31,7 +31,6 @@ guard), with its ``.verdict``::
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, NoReturn
 
@@ -53,6 +52,7 @@ from ..engine.verdict import (
     exception_for,
 )
 from ..guard import LoopGuard
+from .missing_tools import MissingTools
 
 __all__ = [
     "CompactionStopped",
@@ -62,13 +62,6 @@ __all__ = [
     "guard_agent",
     "middleware",
 ]
-
-UNKNOWN_TOOL = "Unknown tool: {name}"
-"""The outcome recorded for a call of a tool the agent does not have (Agent Framework's own
-answer, ``Requested function "X" not found.``, names no *tool*)."""
-
-_MAX_PENDING = 1024
-"""Block messages kept for missing tools' calls until the next request carries their answer."""
 
 
 # MiddlewareFailure is Any to mypy where agent_framework is missing, hence the ignores.
@@ -98,8 +91,7 @@ class LoopGuardChatMiddleware(ChatMiddleware):  # type: ignore[misc]
 
     def __init__(self, guard: LoopGuard) -> None:
         self.guard = guard
-        self._blocked: OrderedDict[str, str] = OrderedDict()
-        """Block messages for missing tools' calls, by call id, until the next request."""
+        self._missing = MissingTools(guard)
 
     async def process(self, context: ChatContext, call_next: Callable[[], Awaitable[None]]) -> None:
         verdict = self.guard.abort_verdict()
@@ -121,37 +113,25 @@ class LoopGuardChatMiddleware(ChatMiddleware):  # type: ignore[misc]
         ]
         if not calls:
             return response
-        known = _tool_names(context.options)
         verdicts = self.guard.check_batch(calls)
         for verdict in verdicts:
             if verdict.aborted:
                 _stop(verdict)  # none of the batch runs, and no model call follows
-        for (name, _, call_id), verdict in zip(calls, verdicts, strict=True):
-            if known is None or name in known or call_id is None:
-                continue
-            if verdict.blocked:
-                self._blocked[call_id] = verdict.message
-                while len(self._blocked) > _MAX_PENDING:
-                    self._blocked.popitem(last=False)
-            else:
-                # No tool runs and no span records the answer: the guard counts its repeats.
-                error = UNKNOWN_TOOL.format(name=name)
-                self.guard.record_result(name, error, call_id=call_id, error=error)
+        self._missing.judged(calls, verdicts, _tool_names(context.options))
         return response
 
     def _answer_blocked(self, messages: Iterable[Any]) -> None:
         """The block message in place of Agent Framework's ``not found`` for a blocked call."""
-        if not self._blocked:
-            return
         for message in messages:
             contents = message.contents
             for i, content in enumerate(contents):
-                if content.type != "function_result" or content.call_id not in self._blocked:
+                if content.type != "function_result":
                     continue
-                text = self._blocked.pop(content.call_id)
-                contents[i] = Content.from_function_result(
-                    content.call_id, result=text, exception=text
-                )
+                text = self._missing.answer(content.call_id)
+                if text is not None:
+                    contents[i] = Content.from_function_result(
+                        content.call_id, result=text, exception=text
+                    )
 
 
 class LoopGuardFunctionMiddleware(FunctionMiddleware):  # type: ignore[misc]

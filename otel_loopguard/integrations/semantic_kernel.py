@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -41,18 +40,13 @@ from semantic_kernel.filters import AutoFunctionInvocationContext
 from semantic_kernel.functions import FunctionResult
 
 from ..engine.identity.additions import SEPARATOR
-from ..engine.verdict import Verdict, exception_for
+from ..engine.verdict import exception_for
 from ..guard import LoopGuard
+from .missing_tools import MissingTools
 
-__all__ = ["UNKNOWN_TOOL", "LoopGuardFilter", "guard_agent"]
-
-UNKNOWN_TOOL = "Unknown tool: {name}"
-"""The outcome recorded for a call of a function the kernel does not have (Semantic Kernel's
-own answer names a *tool call*, not a missing tool)."""
+__all__ = ["LoopGuardFilter", "guard_agent"]
 
 _GUARDED = "_otel_loopguard_guard"
-_MAX_PENDING = 1024
-"""Block messages kept for missing functions' calls until the next request carries them."""
 
 Next = Callable[[AutoFunctionInvocationContext], Awaitable[None]]
 
@@ -66,7 +60,7 @@ class LoopGuardFilter:
     def __init__(self, guard: LoopGuard) -> None:
         self.guard = guard
         self._warn = guard.settings.for_agent(None).warnings_to_model
-        self._blocked: OrderedDict[str, str] = OrderedDict()
+        self._missing = MissingTools(guard)
 
     # ``next``: Semantic Kernel passes it by this name.
     async def __call__(self, context: AutoFunctionInvocationContext, next: Next) -> None:
@@ -100,12 +94,12 @@ class LoopGuardFilter:
         verdict = self.guard.abort_verdict()
         if verdict is not None:
             raise exception_for(verdict)
-        if not self._blocked:
-            return
         for message in chat_history.messages:
             for item in message.items:
-                if isinstance(item, FunctionResultContent) and item.id in self._blocked:
-                    item.result = self._blocked.pop(item.id)
+                if isinstance(item, FunctionResultContent):
+                    text = self._missing.answer(item.id)
+                    if text is not None:
+                        item.result = text
 
     def after_model(self, kernel: Kernel, messages: list[Any]) -> None:
         """Judge the response's function calls as one batch, before any runs."""
@@ -122,19 +116,7 @@ class LoopGuardFilter:
             if verdict.aborted:
                 raise exception_for(verdict)  # none of them runs, no model call follows
         known = {f.fully_qualified_name for f in kernel.get_full_list_of_function_metadata()}
-        for (name, _, call_id), verdict in zip(calls, verdicts, strict=True):
-            if name not in known and call_id is not None:
-                self._missing(name, call_id, verdict)
-
-    def _missing(self, name: str, call_id: str, verdict: Verdict) -> None:
-        if verdict.blocked:
-            self._blocked[call_id] = verdict.message
-            while len(self._blocked) > _MAX_PENDING:
-                self._blocked.popitem(last=False)
-        else:
-            # No function runs and no span records the answer: the guard counts its repeats.
-            error = UNKNOWN_TOOL.format(name=name)
-            self.guard.record_result(name, error, call_id=call_id, error=error)
+        self._missing.judged(calls, verdicts, known)
 
 
 def guard_agent(guard: LoopGuard, agent: Any) -> Any:
