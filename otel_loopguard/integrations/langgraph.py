@@ -4,10 +4,11 @@ OpenInference's LangChain instrumentation sets a tool span's arguments only at i
 makes its spans current, so neither the tool nor ``guard.check()`` inside it sees the call in
 time. A ``wrap_tool_call`` hook does: it asks the guard by name, arguments and call id inside the
 graph's ``tools`` span (the run's trace is the scope, and the span carries the block's
-annotation), answers a blocked call with the block message as its ``ToolMessage``, and
-on an abort raises ``ToolLoopBlocked`` (or ``CompactionLoopPersisted``) out of
-``graph.invoke``. Raising is how the run ends: ``create_react_agent`` always routes ``tools``
-back to the model, and LangGraph's default tool error handling lets the exception through::
+annotation), answers a blocked call with the block message as its ``ToolMessage``, records a
+missing tool's answer as its outcome (no span records it), and on an abort raises
+``ToolLoopBlocked`` (or ``CompactionLoopPersisted``) out of ``graph.invoke``. Raising is how the
+run ends: ``create_react_agent`` always routes ``tools`` back to the model, and LangGraph's
+default tool error handling lets the exception through::
 
     agent = create_react_agent(model, guarded_tool_node(guard, [read_file]))
     try:
@@ -61,7 +62,7 @@ def tool_call_wrapper(guard: LoopGuard) -> Callable[[ToolCallRequest, Execute], 
         verdict = _verdict(guard, request)
         if verdict.blocked:
             return _blocked(request, verdict)
-        return _with_warning(execute(request), verdict, warn)
+        return _answered(guard, request, verdict, execute(request), warn)
 
     return wrap
 
@@ -76,7 +77,7 @@ def async_tool_call_wrapper(
         verdict = _verdict(guard, request)
         if verdict.blocked:
             return _blocked(request, verdict)
-        return _with_warning(await execute(request), verdict, warn)
+        return _answered(guard, request, verdict, await execute(request), warn)
 
     return wrap
 
@@ -99,7 +100,18 @@ def _blocked(request: ToolCallRequest, verdict: Verdict) -> ToolMessage:
     )
 
 
-def _with_warning(result: Result, verdict: Verdict, warn: bool) -> Result:
+def _answered(
+    guard: LoopGuard, request: ToolCallRequest, verdict: Verdict, result: Result, warn: bool
+) -> Result:
+    """The call's result as the model gets it: a missing tool's answer recorded, a warning
+    appended to a text result (after the tool span recorded the raw one)."""
+    call = request.tool_call
+    call_id = call.get("id")
+    if request.tool is None and isinstance(result, ToolMessage) and call_id:
+        # A call of a tool the node does not have: no tool ran and no span records the
+        # answer, from which the guard reads the missing tool ("X is not a valid tool").
+        text = result.text
+        guard.record_result(call["name"], text, call_id=call_id, error=text)
     if (
         warn
         and verdict.level == "warning"

@@ -54,3 +54,15 @@ def assert_warned_blocked_aborted(r: Rig, detector: str) -> None:
     if detector != "unknown_tool_repeat":
         expected.add((detector, "warning", "warn"))
     assert detections(r) == expected
+
+
+def assert_counted_once(
+    r: Rig, counted: dict[tuple[str, str, str, str], int], detector: str, tool: str
+) -> None:
+    """Since ``counted`` (``r.detections()`` before the run), the run's warning, block and
+    abort of ``detector`` on ``tool`` were each counted once, and nothing else was."""
+    added = {key: n - counted.get(key, 0) for key, n in r.detections().items()}
+    assert {key: n for key, n in added.items() if n} == {
+        (detector, level, action, tool): 1
+        for level, action in [("warning", "warn"), ("critical", "block"), ("critical", "abort")]
+    }
