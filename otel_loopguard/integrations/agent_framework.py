@@ -64,8 +64,8 @@ __all__ = [
 ]
 
 
-# MiddlewareFailure is Any to mypy where agent_framework is missing, hence the ignores.
-class RunStopped(MiddlewareFailure, ToolLoopBlocked):  # type: ignore[misc]
+# MiddlewareFailure is Any to mypy where agent_framework is missing (integrations may subclass Any).
+class RunStopped(MiddlewareFailure, ToolLoopBlocked):
     """The guard's ``ToolLoopBlocked``, raised as Agent Framework's ``MiddlewareFailure``."""
 
     def __init__(self, verdict: Verdict) -> None:
@@ -74,7 +74,7 @@ class RunStopped(MiddlewareFailure, ToolLoopBlocked):  # type: ignore[misc]
         LoopGuardError.__init__(self, verdict)
 
 
-class CompactionStopped(MiddlewareFailure, CompactionLoopPersisted):  # type: ignore[misc]
+class CompactionStopped(MiddlewareFailure, CompactionLoopPersisted):
     """The guard's ``CompactionLoopPersisted``, raised as a ``MiddlewareFailure``."""
 
     def __init__(self, verdict: Verdict) -> None:
@@ -86,7 +86,7 @@ def _stop(verdict: Verdict) -> NoReturn:
     raise (CompactionStopped if compaction else RunStopped)(verdict)
 
 
-class LoopGuardChatMiddleware(ChatMiddleware):  # type: ignore[misc]
+class LoopGuardChatMiddleware(ChatMiddleware):
     """Ends an aborted run before each model call; judges each response's calls as a batch."""
 
     def __init__(self, guard: LoopGuard) -> None:
@@ -134,7 +134,7 @@ class LoopGuardChatMiddleware(ChatMiddleware):  # type: ignore[misc]
                     )
 
 
-class LoopGuardFunctionMiddleware(FunctionMiddleware):  # type: ignore[misc]
+class LoopGuardFunctionMiddleware(FunctionMiddleware):
     """Checks each call of an existing tool before it runs; records its outcome after."""
 
     def __init__(self, guard: LoopGuard) -> None:
