@@ -49,7 +49,7 @@ _GUARDED = "_otel_loopguard_guard"
 
 
 # AgentMiddleware is Any to mypy where langchain is missing (the core environment).
-class LoopGuardMiddleware(AgentMiddleware):  # type: ignore[misc, unused-ignore]
+class LoopGuardMiddleware(AgentMiddleware):
     """LangChain agent middleware that guards every tool call of the agent with ``guard``.
 
     Give it to ``create_agent(..., middleware=[...])``; it goes first in the list: the first
