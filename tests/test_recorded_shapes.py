@@ -390,6 +390,46 @@ def test_strands_events_are_read_as_the_arguments_and_result() -> None:
     assert [e["loopguard.action"] for e in _detections(same)] == ["warn", "block"]
 
 
+def _haystack_span(r: Rig, tool: str, args: dict[str, Any], result: str, failed: bool) -> None:
+    """A Haystack 3.4 tool span as ``opentelemetry-haystack`` 2.0 records it (content tracing
+    on): the name tag set just after the span starts, the content tags during the call, and a
+    failure only as ``haystack.tool.error`` (the span stays OK)."""
+    with r.tracer.start_as_current_span("haystack.agent.step.tool") as span:
+        span.set_attribute("haystack.tool.name", tool)
+        span.set_attribute("haystack.agent.step.tool.input", json.dumps(args))
+        if failed:
+            span.set_attribute("haystack.tool.error", True)
+            span.set_attribute("haystack.agent.step.tool.output", json.dumps({"error": result}))
+        else:
+            span.set_attribute("haystack.agent.step.tool.output", result)
+
+
+def test_haystack_tool_spans_are_read_by_their_tags() -> None:
+    different, same = rig(ON), rig(ON)
+    with different.tracer.start_as_current_span("haystack.agent.run"):
+        for n in range(30):
+            _haystack_span(different, "read_file", {"path": f"f{n}.txt"}, "text", False)
+    with same.tracer.start_as_current_span("haystack.agent.run"):
+        for _ in range(21):
+            _haystack_span(same, "read_file", {"path": "f.txt"}, "text", False)
+    assert _detections(different) == []
+    assert [e["loopguard.action"] for e in _detections(same)] == ["warn", "block"]
+
+
+def test_a_haystack_failure_tag_is_an_error() -> None:
+    r = rig(ON)
+    message = "Tool 'frobnicate' not found. Available tools: read_file"
+    with r.tracer.start_as_current_span("haystack.agent.run"):
+        for n in range(11):
+            _haystack_span(r, "frobnicate", {"path": f"f{n}.txt"}, message, True)
+    # Ten failures naming the same missing tool, whatever the arguments: the 11th is blocked.
+    (event,) = _detections(r)
+    assert (event["loopguard.detector"], event["loopguard.action"]) == (
+        "unknown_tool_repeat",
+        "block",
+    )
+
+
 # -- server-side tool calls keep their run ---------------------------------------------------
 
 

@@ -27,6 +27,7 @@ __all__ = [
     "is_compaction",
     "is_inference_span",
     "is_tool_span",
+    "may_record_failure",
     "read_call",
     "relevant_keys",
     "result_in_events",
@@ -41,14 +42,26 @@ AGENT_SPAN_PREFIX = "invoke_agent"
 """How the GenAI conventions name an agent's run span (``invoke_agent {agent}``): tracked from
 its start, as some frameworks (Google ADK) set its attributes only after it started."""
 
-_TOOL_NAME = ("gen_ai.tool.name", "tool.name", "traceloop.entity.name")
+_HAYSTACK_OUTPUT = "haystack.agent.step.tool.output"
+_TOOL_NAME = ("gen_ai.tool.name", "tool.name", "traceloop.entity.name", "haystack.tool.name")
 _ARGUMENTS = (
     "gen_ai.tool.call.arguments",
     "tool_arguments",
     "input.value",
     "traceloop.entity.input",
+    "haystack.agent.step.tool.input",
 )
-_RESULT = ("gen_ai.tool.call.result", "tool_response", "output.value", "traceloop.entity.output")
+_RESULT = (
+    "gen_ai.tool.call.result",
+    "tool_response",
+    "output.value",
+    "traceloop.entity.output",
+    _HAYSTACK_OUTPUT,
+)
+HAYSTACK_TOOL_SPAN = "haystack.agent.step.tool"
+"""Haystack's span of one tool call (its tags: ``haystack.tool.name``, and with content tracing on
+``haystack.agent.step.tool.input``/``.output``; ``haystack.tool.error`` when the call failed)."""
+_HAYSTACK_ERROR = "haystack.tool.error"
 _CALL_ID = ("gen_ai.tool.call.id", "tool.id", "tool_call.id")
 _AGENT = ("gen_ai.agent.id", "gen_ai.agent.name", "agent.name")
 _AGENT_KEYS = frozenset(_AGENT)
@@ -90,6 +103,7 @@ _KEYS = frozenset(
         *_AGENT,
         *_CONVERSATION,
         "error.type",
+        _HAYSTACK_ERROR,
         COMPACTION_ATTRIBUTE,
     )
 )
@@ -219,6 +233,8 @@ def is_tool_span(attributes: Mapping[str, Any], name: str, settings: GlobalSetti
         return True
     if attributes.get("traceloop.span.kind") == "tool":
         return True
+    if name == HAYSTACK_TOOL_SPAN:
+        return True
     for key, expected in settings.tool_span_attributes:
         value = attributes.get(key)
         if value is not None and (expected is None or value == expected):
@@ -309,6 +325,12 @@ def result_of(attributes: Mapping[str, Any]) -> object:
     return _first(attributes, _RESULT)
 
 
+def may_record_failure(attributes: Mapping[str, Any]) -> bool:
+    """Whether a span whose status is not ERROR may still record a failure (``error.type``, or
+    Haystack's ``haystack.tool.error`` tag: its failed calls' spans stay OK)."""
+    return "error.type" in attributes or attributes.get(_HAYSTACK_ERROR) is True
+
+
 def error_of(
     attributes: Mapping[str, Any],
     status_is_error: bool,
@@ -316,7 +338,8 @@ def error_of(
     events: Sequence[Any],
 ) -> str | None:
     """The call's error message, if the span records a failure."""
-    if not events and not status_is_error and "error.type" not in attributes:
+    haystack_failed = attributes.get(_HAYSTACK_ERROR) is True  # an OK span: only the tag says
+    if not events and not (status_is_error or haystack_failed) and "error.type" not in attributes:
         return None
     exception_message: str | None = None
     for event in events:
@@ -326,9 +349,11 @@ def error_of(
                 event_attributes.get("exception.type")
             )
     error_type = _text(attributes.get("error.type"))
-    if not (status_is_error or error_type or exception_message):
+    if not (status_is_error or error_type or exception_message or haystack_failed):
         return None
-    parts = [p for p in (exception_message, status_description, error_type) if p]
+    # Haystack records a failed call's error only in its output tag: ``{"error": "..."}``.
+    failure = _text(attributes.get(_HAYSTACK_OUTPUT)) if haystack_failed else None
+    parts = [p for p in (exception_message, status_description, error_type, failure) if p]
     return parts[0] if parts else "error"
 
 
