@@ -288,6 +288,65 @@ def test_guard_tool_inside_a_tool_span_named_only_by_its_span_name_is_one_call()
     assert [w["loopguard.count"] for w in warnings] == [10]  # each call counted once
 
 
+def _dspy_call(r: Rig, tool: str, kwargs: dict[str, Any], check: bool) -> Verdict | None:
+    """One tool call as OpenInference's DSPy instrumentation records it: a TOOL span named
+    ``{tool}.__call__``, no tool-name attribute, the arguments as ``{"kwargs": {...}}``."""
+    attributes = {
+        "openinference.span.kind": "TOOL",
+        "input.value": json.dumps({"kwargs": kwargs}),
+    }
+    with r.tracer.start_as_current_span(f"{tool}.__call__", attributes=attributes) as span:
+        verdict = r.guard.check(tool, kwargs) if check else None
+        span.set_attribute("output.value", "same")
+    return verdict
+
+
+def test_a_dspy_tool_span_is_the_tool_before_its_method_and_a_check_inside_is_its_call() -> None:
+    r = rig(ON)
+    with r.tracer.start_as_current_span("invoke_agent reader"):
+        verdicts = [_dspy_call(r, "read_file", {"path": "a"}, check=True) for _ in range(25)]
+    assert _first_blocked([v for v in verdicts if v is not None]) == 21
+    detections = _detections(r)
+    assert {d["loopguard.detector"] for d in detections} == {"generic_repeat"}  # no ping_pong
+    assert {d["gen_ai.tool.name"] for d in detections} == {"read_file"}
+
+
+def test_a_dspy_tool_span_has_its_keyword_arguments_as_the_calls_arguments() -> None:
+    # Without a check: the same call as a GenAI span of {"path": "a"} (an ask by name is too).
+    r = rig(ON)
+    genai = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "read_file",
+        "gen_ai.tool.call.arguments": json.dumps({"path": "a"}),
+    }
+    with r.tracer.start_as_current_span("invoke_agent reader"):
+        for n in range(11):
+            if n % 2:
+                with r.tracer.start_as_current_span("execute_tool read_file", attributes=genai):
+                    pass
+            else:
+                _dspy_call(r, "read_file", {"path": "a"}, check=False)
+    (detection,) = _detections(r)
+    assert (detection["loopguard.detector"], detection["loopguard.count"]) == ("generic_repeat", 10)
+
+
+@pytest.mark.parametrize("method", ["__call__", "forward"])
+def test_a_ping_pong_between_dspy_tool_spans_is_found(method: str) -> None:
+    r = rig(ON)
+    with r.tracer.start_as_current_span("invoke_agent reader"):
+        for n in range(22):
+            tool = ("read_file", "list_dir")[n % 2]
+            attributes = {
+                "openinference.span.kind": "TOOL",
+                "input.value": json.dumps({"kwargs": {"path": "a"}}),
+            }
+            with r.tracer.start_as_current_span(f"{tool}.{method}", attributes=attributes):
+                r.guard.check(tool, {"path": "a"})
+    detections = _detections(r)
+    assert {d["loopguard.detector"] for d in detections} == {"ping_pong"}
+    assert {d["gen_ai.tool.name"] for d in detections} <= {"read_file", "list_dir"}
+
+
 # -- results and errors as frameworks phrase them ------------------------------------------------
 
 

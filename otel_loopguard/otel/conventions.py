@@ -8,6 +8,7 @@ values.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
@@ -248,34 +249,63 @@ def is_tool_span(attributes: Mapping[str, Any], name: str, settings: GlobalSetti
     )
 
 
-def _named_by_span(span_name: str) -> str | None:
-    """The tool a tool span's name gives, when no attribute names it."""
+_METHOD_SUFFIXES = (".tool", ".__call__", ".forward")
+"""How instrumentations name a tool span after the tool's method: OpenLLMetry ``X.tool``,
+OpenInference's DSPy ``X.__call__`` (and ``X.forward`` for a module used as a tool)."""
+_DSPY_SUFFIXES = (".__call__", ".forward")
+_KWARGS_TEXT = re.compile(r'\{\s*"kwargs"\s*:')
+
+
+def _named_by_span(span_name: str) -> tuple[str | None, bool]:
+    """The tool a tool span's name gives, when no attribute names it, and whether the name is
+    DSPy's (``X.__call__``, ``X.forward``: its arguments are recorded as ``{"kwargs": ...}``)."""
     name = span_name or ""
     if name.startswith("execute_tool "):
         name = name[len("execute_tool ") :]
-    if name.endswith(".tool"):
-        name = name[: -len(".tool")]
+    dspy = False
+    for suffix in _METHOD_SUFFIXES:
+        if name.endswith(suffix):
+            name, dspy = name[: -len(suffix)], suffix in _DSPY_SUFFIXES
+            break
     name = name.strip()
-    return bounded(name) if name else None
+    return (bounded(name), dspy) if name else (None, False)
+
+
+def _keyword_arguments(arguments: object) -> object:
+    """The keyword arguments of DSPy's ``{"kwargs": {...}}`` (as JSON text or a mapping), or
+    ``arguments`` as they are: the call's own arguments, as the tool was asked with them."""
+    value = arguments
+    if isinstance(arguments, str):
+        if _KWARGS_TEXT.match(arguments) is None:
+            return arguments
+        try:
+            value = json.loads(arguments)
+        except (ValueError, RecursionError):
+            return arguments
+    if isinstance(value, dict) and len(value) == 1 and isinstance(value.get("kwargs"), dict):
+        return value["kwargs"]
+    return arguments
 
 
 def read_call(attributes: Mapping[str, Any], span_name: str) -> ToolCallView | None:
     """The call a tool span describes, or ``None`` when it has no usable tool name."""
     # The OTel GenAI keys come first in every lookup order: try them before the loops.
     tool = attributes.get("gen_ai.tool.name")
-    named = True
+    named, dspy = True, False
     if type(tool) is str and 0 < len(tool) <= MAX_NAME_CHARS:
         pass  # the usual case
     else:
         tool = _first_text(attributes, _TOOL_NAME)
         if not tool:
-            tool, named = _named_by_span(span_name), False
+            (tool, dspy), named = _named_by_span(span_name), False
             if tool is None:
                 return None
     arguments = attributes.get("gen_ai.tool.call.arguments")
     if arguments is None or arguments == "":
         arguments = _first(attributes, _ARGUMENTS)
     recorded = arguments is not None or any(key in attributes for key in _ARGUMENTS)
+    if dspy:
+        arguments = _keyword_arguments(arguments)
     call_id = attributes.get("gen_ai.tool.call.id")
     if type(call_id) is not str or not 0 < len(call_id) <= MAX_NAME_CHARS:
         call_id = _first_text(attributes, _CALL_ID)
