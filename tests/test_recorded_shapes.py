@@ -330,7 +330,7 @@ def test_a_dspy_tool_span_has_its_keyword_arguments_as_the_calls_arguments() -> 
     assert (detection["loopguard.detector"], detection["loopguard.count"]) == ("generic_repeat", 10)
 
 
-@pytest.mark.parametrize("method", ["__call__", "forward"])
+@pytest.mark.parametrize("method", ["__call__", "acall", "forward"])
 def test_a_ping_pong_between_dspy_tool_spans_is_found(method: str) -> None:
     r = rig(ON)
     with r.tracer.start_as_current_span("invoke_agent reader"):

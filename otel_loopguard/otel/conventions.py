@@ -249,10 +249,11 @@ def is_tool_span(attributes: Mapping[str, Any], name: str, settings: GlobalSetti
     )
 
 
-_METHOD_SUFFIXES = (".tool", ".__call__", ".forward")
+_DSPY_SUFFIXES = (".__call__", ".acall", ".forward", ".aforward")
+_METHOD_SUFFIXES = (".tool", *_DSPY_SUFFIXES)
 """How instrumentations name a tool span after the tool's method: OpenLLMetry ``X.tool``,
-OpenInference's DSPy ``X.__call__`` (and ``X.forward`` for a module used as a tool)."""
-_DSPY_SUFFIXES = (".__call__", ".forward")
+OpenInference's DSPy ``X.__call__`` (``X.acall`` called async; ``X.forward`` / ``X.aforward``
+for a module used as a tool)."""
 _KWARGS_TEXT = re.compile(r'\{\s*"kwargs"\s*:')
 
 
