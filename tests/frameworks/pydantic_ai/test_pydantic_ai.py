@@ -4,6 +4,10 @@ scripted ``FunctionModel`` (no network), and ``otel_loopguard.integrations.pydan
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -197,6 +201,35 @@ def test_a_run_the_guard_did_not_stop_returns_as_usual(r: Rig) -> None:
     model.calls = stubborn.CAP  # gives up at once
     assert agent.run_sync("Summarise notes.txt").output == "I give up."
     assert agent_span(r).status.status_code is not StatusCode.ERROR
+
+
+@pytest.mark.parametrize(
+    ("script", "detector", "calls", "runs"), stubborn.CASES, ids=stubborn.CASE_IDS
+)
+def test_through_logfire_the_guard_stops_a_stubborn_model_too(
+    script: stubborn.Script, detector: str, calls: int, runs: int
+) -> None:
+    """``logfire.instrument_pydantic_ai()`` instead of the Instrumentation capability (nothing
+    sent), in a process of its own (logfire instruments every agent of its process)."""
+    case = stubborn.CASE_IDS[[c[0] for c in stubborn.CASES].index(script)]
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.frameworks.pydantic_ai.logfire_run", case],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["detector"] == detector
+    assert report["calls"] <= calls
+    assert (report["after_abort"], report["agent_status"]) == (0, "ERROR")
+    assert report["runs"] <= runs
+    expected = {(detector, "critical", "block"), (detector, "critical", "abort")}
+    if detector != "unknown_tool_repeat":
+        expected.add((detector, "warning", "warn"))
+    assert {tuple(d) for d in report["detections"]} == expected
 
 
 def test_a_warning_goes_after_text_or_under_a_key() -> None:
