@@ -84,13 +84,24 @@ def guard_tool(guard: LoopGuard, tool: Any) -> Any:
             return f"{result}{SEPARATOR}{verdict.message}"
         return result
 
+    def failed(error: Exception, call_id: str) -> None:
+        # What Haystack's span says only with content tracing on (its error tag has no text).
+        guard.record_result(
+            tool.name, None, call_id=call_id, error=f"{type(error).__name__}: {error}"
+        )
+
     sync, asynchronous = tool.function, tool.async_function
     if sync is not None and not getattr(sync, _GUARDED, False):
 
         @functools.wraps(sync)
         def function(**kwargs: Any) -> Any:
             verdict, call_id = checked(tool.name, kwargs)
-            return finished(sync(**kwargs), verdict, call_id)
+            try:
+                result = sync(**kwargs)
+            except Exception as error:
+                failed(error, call_id)
+                raise
+            return finished(result, verdict, call_id)
 
         setattr(function, _GUARDED, True)
         tool.function = function
@@ -99,7 +110,12 @@ def guard_tool(guard: LoopGuard, tool: Any) -> Any:
         @functools.wraps(asynchronous)
         async def async_function(**kwargs: Any) -> Any:
             verdict, call_id = checked(tool.name, kwargs)
-            return finished(await asynchronous(**kwargs), verdict, call_id)
+            try:
+                result = await asynchronous(**kwargs)
+            except Exception as error:
+                failed(error, call_id)
+                raise
+            return finished(result, verdict, call_id)
 
         setattr(async_function, _GUARDED, True)
         tool.async_function = async_function

@@ -180,6 +180,29 @@ def test_without_content_tracing_a_repeat_is_still_stopped_at_the_22nd(r: Rig) -
     stubborn.assert_warned_blocked_aborted(r, "generic_repeat")
 
 
+def broken(path: str) -> str:
+    """Read a text file (always fails)."""
+    RUNS["broken"] += 1
+    raise OSError("disk on fire")
+
+
+def test_without_content_tracing_a_failing_call_repeated_is_stopped(r: Rig) -> None:
+    """Haystack's tool span says only that the call failed (``haystack.tool.error``): the
+    adapter records each failure's error, so identical failures are one outcome."""
+    tracing.tracer.is_content_tracing_enabled = False
+    try:
+        generator = StubbornGenerator([("broken", {"path": "notes.txt"})], r.guard)
+        agent = guard_agent(
+            r.guard, Agent(chat_generator=generator, tools=[create_tool_from_function(broken)])
+        )
+        with pytest.raises(ToolLoopBlocked) as stop:
+            agent.run([ChatMessage.from_user("Summarise notes.txt")])
+    finally:
+        tracing.tracer.is_content_tracing_enabled = True
+    assert stop.value.verdict.detector == "generic_repeat"
+    assert (generator.calls, generator.after_abort, RUNS["broken"]) == (22, 0, 20)
+
+
 def test_a_block_is_an_error_result_with_the_message_alone(r: Rig) -> None:
     agent, generator = make(r, stubborn.PING_PONG)
     with pytest.raises(ToolLoopBlocked):
