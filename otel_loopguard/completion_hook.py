@@ -29,7 +29,6 @@ from __future__ import annotations
 import logging
 import os
 import weakref
-from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple, Protocol
@@ -47,6 +46,7 @@ from .otel.annotations import Mark
 from .otel.live import LiveSpan
 from .otel.outcomes import mark_of
 from .otel.runtime import Runtime, runtime_of
+from .proposals import Proposals, ScopeProposals
 
 __all__ = [
     "ENV_COMPLETION_HOOK",
@@ -65,7 +65,6 @@ ENV_NEXT_COMPLETION_HOOK = "OTEL_LOOPGUARD_NEXT_COMPLETION_HOOK"
 
 _INFERENCE = frozenset({"chat", "text_completion", "generate_content"})
 """The operations whose outputs are a model's response (not an agent's or a workflow's)."""
-_MAX_REMEMBERED = 4096
 
 _logger = logging.getLogger("otel_loopguard")
 
@@ -99,8 +98,7 @@ class LoopGuardCompletionHook:
     def __init__(self, next_hook: _Hook | None = None) -> None:
         self._next = next_hook
         self._last: weakref.ref[Runtime] | None = None
-        self._calls: OrderedDict[str, ProposedCall] = OrderedDict()
-        """Recent proposed calls by call id (this process's, bounded): how to read a result."""
+        self._proposals = Proposals()
 
     def on_completion(
         self,
@@ -145,7 +143,12 @@ class LoopGuardCompletionHook:
         cfg = runtime.settings.for_agent(live.agent)
         if not cfg.active:
             return
-        seen = _Seen(self._results(inputs, cfg), self._proposed(runtime, outputs, cfg))
+        proposals = self._proposals.of(live.scope_key)
+        response = span.get_span_context().span_id
+        seen = _Seen(
+            self._results(proposals, inputs, cfg),
+            self._proposed(proposals, response, runtime, outputs, cfg),
+        )
         if not seen.results and not seen.calls:
             return
         fired, judged = runtime.store.update(
@@ -153,31 +156,36 @@ class LoopGuardCompletionHook:
         )
         self._annotate(runtime, span, live, fired, judged, cfg)
 
+    @staticmethod
     def _results(
-        self, inputs: Sequence[Any], cfg: ResolvedConfig
+        proposals: ScopeProposals, inputs: Sequence[Any], cfg: ResolvedConfig
     ) -> list[tuple[str, OutcomeDigest]]:
         """The tool results the request gives the model since its last response, digested."""
         found = []
         for call_id, response in _responses(inputs):
-            call = self._calls.get(call_id) or _UNKNOWN_CALL
+            call = proposals.call(call_id) or _UNKNOWN_CALL
             found.append((call_id, digest_outcome(call, response, None, cfg)))
         return found
 
+    @staticmethod
     def _proposed(
-        self, runtime: Runtime, outputs: Sequence[Any], cfg: ResolvedConfig
+        proposals: ScopeProposals,
+        response: int,
+        runtime: Runtime,
+        outputs: Sequence[Any],
+        cfg: ResolvedConfig,
     ) -> list[tuple[ProposedCall, str | None]]:
-        """The calls a response proposes, digested; a call id seen before (the same response
-        given to the hook twice) is not counted again."""
+        """The calls a response proposes, digested; a call id this response proposed already
+        (the same response given to the hook twice) is not counted again. Another response of
+        the scope may reuse an id (some models number their calls per request: ``call_0``)."""
         calls = []
         for name, arguments, call_id in _tool_calls(outputs):
-            if call_id is not None and call_id in self._calls:
+            if call_id is not None and proposals.seen(call_id, response):
                 continue
             call = runtime.digest.call(name, arguments, cfg)
             calls.append((call, call_id))
             if call_id is not None:
-                self._calls[call_id] = call
-                if len(self._calls) > _MAX_REMEMBERED:
-                    self._calls.popitem(last=False)
+                proposals.add(call_id, call, response)
         return calls
 
     @staticmethod
@@ -238,7 +246,7 @@ def _responses(inputs: Sequence[Any]) -> Iterable[tuple[str, object]]:
         for part in getattr(message, "parts", None) or ():
             call_id = getattr(part, "id", None)
             if getattr(part, "type", None) == "tool_call_response" and isinstance(call_id, str):
-                tail.append((call_id, getattr(part, "response", None)))
+                tail.append((bounded(call_id), getattr(part, "response", None)))
     return reversed(tail)
 
 
@@ -252,7 +260,8 @@ def _tool_calls(outputs: Sequence[Any]) -> Iterable[tuple[str, object, str | Non
                 yield (
                     bounded(name),  # as a span's tool name is: kept, shown, and shared
                     getattr(part, "arguments", None),
-                    (call_id if isinstance(call_id, str) and call_id else None),
+                    # Bounded as a span's call id is (the span's call is found by it).
+                    (bounded(call_id) if isinstance(call_id, str) and call_id else None),
                 )
 
 

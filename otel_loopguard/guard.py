@@ -181,11 +181,14 @@ class LoopGuard:
         view: conventions.ToolCallView | None,
         agent: str | None,
     ) -> Verdict | None:
-        """The verdict of the open ask this tool span's call id names, now bound to the span."""
-        if view is None or view.call_id is None or not self.settings.for_agent(agent).active:
+        """The verdict of the open ask this tool span's call id names (or, with no call id
+        yet, the next of its tool: ``ScopeState.adopt_ask``), now bound to the span."""
+        if view is None or not self.settings.for_agent(agent).active:
             return None
         span_id = span.get_span_context().span_id
-        decision = self._store.update(scope_key, ScopeState.adopt_ask, span_id, view.call_id)
+        decision = self._store.update(
+            scope_key, ScopeState.adopt_ask, span_id, view.call_id, view.tool
+        )
         if decision is None:
             return None
         mark = mark_of(decision, view.tool, self._runtime.currency)

@@ -288,6 +288,65 @@ def test_guard_tool_inside_a_tool_span_named_only_by_its_span_name_is_one_call()
     assert [w["loopguard.count"] for w in warnings] == [10]  # each call counted once
 
 
+def _dspy_call(r: Rig, tool: str, kwargs: dict[str, Any], check: bool) -> Verdict | None:
+    """One tool call as OpenInference's DSPy instrumentation records it: a TOOL span named
+    ``{tool}.__call__``, no tool-name attribute, the arguments as ``{"kwargs": {...}}``."""
+    attributes = {
+        "openinference.span.kind": "TOOL",
+        "input.value": json.dumps({"kwargs": kwargs}),
+    }
+    with r.tracer.start_as_current_span(f"{tool}.__call__", attributes=attributes) as span:
+        verdict = r.guard.check(tool, kwargs) if check else None
+        span.set_attribute("output.value", "same")
+    return verdict
+
+
+def test_a_dspy_tool_span_is_the_tool_before_its_method_and_a_check_inside_is_its_call() -> None:
+    r = rig(ON)
+    with r.tracer.start_as_current_span("invoke_agent reader"):
+        verdicts = [_dspy_call(r, "read_file", {"path": "a"}, check=True) for _ in range(25)]
+    assert _first_blocked([v for v in verdicts if v is not None]) == 21
+    detections = _detections(r)
+    assert {d["loopguard.detector"] for d in detections} == {"generic_repeat"}  # no ping_pong
+    assert {d["gen_ai.tool.name"] for d in detections} == {"read_file"}
+
+
+def test_a_dspy_tool_span_has_its_keyword_arguments_as_the_calls_arguments() -> None:
+    # Without a check: the same call as a GenAI span of {"path": "a"} (an ask by name is too).
+    r = rig(ON)
+    genai = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "read_file",
+        "gen_ai.tool.call.arguments": json.dumps({"path": "a"}),
+    }
+    with r.tracer.start_as_current_span("invoke_agent reader"):
+        for n in range(11):
+            if n % 2:
+                with r.tracer.start_as_current_span("execute_tool read_file", attributes=genai):
+                    pass
+            else:
+                _dspy_call(r, "read_file", {"path": "a"}, check=False)
+    (detection,) = _detections(r)
+    assert (detection["loopguard.detector"], detection["loopguard.count"]) == ("generic_repeat", 10)
+
+
+@pytest.mark.parametrize("method", ["__call__", "acall", "forward"])
+def test_a_ping_pong_between_dspy_tool_spans_is_found(method: str) -> None:
+    r = rig(ON)
+    with r.tracer.start_as_current_span("invoke_agent reader"):
+        for n in range(22):
+            tool = ("read_file", "list_dir")[n % 2]
+            attributes = {
+                "openinference.span.kind": "TOOL",
+                "input.value": json.dumps({"kwargs": {"path": "a"}}),
+            }
+            with r.tracer.start_as_current_span(f"{tool}.{method}", attributes=attributes):
+                r.guard.check(tool, {"path": "a"})
+    detections = _detections(r)
+    assert {d["loopguard.detector"] for d in detections} == {"ping_pong"}
+    assert {d["gen_ai.tool.name"] for d in detections} <= {"read_file", "list_dir"}
+
+
 # -- results and errors as frameworks phrase them ------------------------------------------------
 
 
@@ -388,6 +447,46 @@ def test_strands_events_are_read_as_the_arguments_and_result() -> None:
             _strands_span(same, "read_file", {"path": "f.txt"}, n, "text")
     assert _detections(different) == []
     assert [e["loopguard.action"] for e in _detections(same)] == ["warn", "block"]
+
+
+def _haystack_span(r: Rig, tool: str, args: dict[str, Any], result: str, failed: bool) -> None:
+    """A Haystack 3.4 tool span as ``opentelemetry-haystack`` 2.0 records it (content tracing
+    on): the name tag set just after the span starts, the content tags during the call, and a
+    failure only as ``haystack.tool.error`` (the span stays OK)."""
+    with r.tracer.start_as_current_span("haystack.agent.step.tool") as span:
+        span.set_attribute("haystack.tool.name", tool)
+        span.set_attribute("haystack.agent.step.tool.input", json.dumps(args))
+        if failed:
+            span.set_attribute("haystack.tool.error", True)
+            span.set_attribute("haystack.agent.step.tool.output", json.dumps({"error": result}))
+        else:
+            span.set_attribute("haystack.agent.step.tool.output", result)
+
+
+def test_haystack_tool_spans_are_read_by_their_tags() -> None:
+    different, same = rig(ON), rig(ON)
+    with different.tracer.start_as_current_span("haystack.agent.run"):
+        for n in range(30):
+            _haystack_span(different, "read_file", {"path": f"f{n}.txt"}, "text", False)
+    with same.tracer.start_as_current_span("haystack.agent.run"):
+        for _ in range(21):
+            _haystack_span(same, "read_file", {"path": "f.txt"}, "text", False)
+    assert _detections(different) == []
+    assert [e["loopguard.action"] for e in _detections(same)] == ["warn", "block"]
+
+
+def test_a_haystack_failure_tag_is_an_error() -> None:
+    r = rig(ON)
+    message = "Tool 'frobnicate' not found. Available tools: read_file"
+    with r.tracer.start_as_current_span("haystack.agent.run"):
+        for n in range(11):
+            _haystack_span(r, "frobnicate", {"path": f"f{n}.txt"}, message, True)
+    # Ten failures naming the same missing tool, whatever the arguments: the 11th is blocked.
+    (event,) = _detections(r)
+    assert (event["loopguard.detector"], event["loopguard.action"]) == (
+        "unknown_tool_repeat",
+        "block",
+    )
 
 
 # -- server-side tool calls keep their run ---------------------------------------------------

@@ -8,6 +8,7 @@ values.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
@@ -27,6 +28,7 @@ __all__ = [
     "is_compaction",
     "is_inference_span",
     "is_tool_span",
+    "may_record_failure",
     "read_call",
     "relevant_keys",
     "result_in_events",
@@ -41,14 +43,26 @@ AGENT_SPAN_PREFIX = "invoke_agent"
 """How the GenAI conventions name an agent's run span (``invoke_agent {agent}``): tracked from
 its start, as some frameworks (Google ADK) set its attributes only after it started."""
 
-_TOOL_NAME = ("gen_ai.tool.name", "tool.name", "traceloop.entity.name")
+_HAYSTACK_OUTPUT = "haystack.agent.step.tool.output"
+_TOOL_NAME = ("gen_ai.tool.name", "tool.name", "traceloop.entity.name", "haystack.tool.name")
 _ARGUMENTS = (
     "gen_ai.tool.call.arguments",
     "tool_arguments",
     "input.value",
     "traceloop.entity.input",
+    "haystack.agent.step.tool.input",
 )
-_RESULT = ("gen_ai.tool.call.result", "tool_response", "output.value", "traceloop.entity.output")
+_RESULT = (
+    "gen_ai.tool.call.result",
+    "tool_response",
+    "output.value",
+    "traceloop.entity.output",
+    _HAYSTACK_OUTPUT,
+)
+HAYSTACK_TOOL_SPAN = "haystack.agent.step.tool"
+"""Haystack's span of one tool call (its tags: ``haystack.tool.name``, and with content tracing on
+``haystack.agent.step.tool.input``/``.output``; ``haystack.tool.error`` when the call failed)."""
+_HAYSTACK_ERROR = "haystack.tool.error"
 _CALL_ID = ("gen_ai.tool.call.id", "tool.id", "tool_call.id")
 _AGENT = ("gen_ai.agent.id", "gen_ai.agent.name", "agent.name")
 _AGENT_KEYS = frozenset(_AGENT)
@@ -90,6 +104,7 @@ _KEYS = frozenset(
         *_AGENT,
         *_CONVERSATION,
         "error.type",
+        _HAYSTACK_ERROR,
         COMPACTION_ATTRIBUTE,
     )
 )
@@ -219,6 +234,8 @@ def is_tool_span(attributes: Mapping[str, Any], name: str, settings: GlobalSetti
         return True
     if attributes.get("traceloop.span.kind") == "tool":
         return True
+    if name == HAYSTACK_TOOL_SPAN:
+        return True
     for key, expected in settings.tool_span_attributes:
         value = attributes.get(key)
         if value is not None and (expected is None or value == expected):
@@ -232,34 +249,64 @@ def is_tool_span(attributes: Mapping[str, Any], name: str, settings: GlobalSetti
     )
 
 
-def _named_by_span(span_name: str) -> str | None:
-    """The tool a tool span's name gives, when no attribute names it."""
+_DSPY_SUFFIXES = (".__call__", ".acall", ".forward", ".aforward")
+_METHOD_SUFFIXES = (".tool", *_DSPY_SUFFIXES)
+"""How instrumentations name a tool span after the tool's method: OpenLLMetry ``X.tool``,
+OpenInference's DSPy ``X.__call__`` (``X.acall`` called async; ``X.forward`` / ``X.aforward``
+for a module used as a tool)."""
+_KWARGS_TEXT = re.compile(r'\{\s*"kwargs"\s*:')
+
+
+def _named_by_span(span_name: str) -> tuple[str | None, bool]:
+    """The tool a tool span's name gives, when no attribute names it, and whether the name is
+    DSPy's (``X.__call__``, ``X.forward``: its arguments are recorded as ``{"kwargs": ...}``)."""
     name = span_name or ""
     if name.startswith("execute_tool "):
         name = name[len("execute_tool ") :]
-    if name.endswith(".tool"):
-        name = name[: -len(".tool")]
+    dspy = False
+    for suffix in _METHOD_SUFFIXES:
+        if name.endswith(suffix):
+            name, dspy = name[: -len(suffix)], suffix in _DSPY_SUFFIXES
+            break
     name = name.strip()
-    return bounded(name) if name else None
+    return (bounded(name), dspy) if name else (None, False)
+
+
+def _keyword_arguments(arguments: object) -> object:
+    """The keyword arguments of DSPy's ``{"kwargs": {...}}`` (as JSON text or a mapping), or
+    ``arguments`` as they are: the call's own arguments, as the tool was asked with them."""
+    value = arguments
+    if isinstance(arguments, str):
+        if _KWARGS_TEXT.match(arguments) is None:
+            return arguments
+        try:
+            value = json.loads(arguments)
+        except (ValueError, RecursionError):
+            return arguments
+    if isinstance(value, dict) and len(value) == 1 and isinstance(value.get("kwargs"), dict):
+        return value["kwargs"]
+    return arguments
 
 
 def read_call(attributes: Mapping[str, Any], span_name: str) -> ToolCallView | None:
     """The call a tool span describes, or ``None`` when it has no usable tool name."""
     # The OTel GenAI keys come first in every lookup order: try them before the loops.
     tool = attributes.get("gen_ai.tool.name")
-    named = True
+    named, dspy = True, False
     if type(tool) is str and 0 < len(tool) <= MAX_NAME_CHARS:
         pass  # the usual case
     else:
         tool = _first_text(attributes, _TOOL_NAME)
         if not tool:
-            tool, named = _named_by_span(span_name), False
+            (tool, dspy), named = _named_by_span(span_name), False
             if tool is None:
                 return None
     arguments = attributes.get("gen_ai.tool.call.arguments")
     if arguments is None or arguments == "":
         arguments = _first(attributes, _ARGUMENTS)
     recorded = arguments is not None or any(key in attributes for key in _ARGUMENTS)
+    if dspy:
+        arguments = _keyword_arguments(arguments)
     call_id = attributes.get("gen_ai.tool.call.id")
     if type(call_id) is not str or not 0 < len(call_id) <= MAX_NAME_CHARS:
         call_id = _first_text(attributes, _CALL_ID)
@@ -309,6 +356,12 @@ def result_of(attributes: Mapping[str, Any]) -> object:
     return _first(attributes, _RESULT)
 
 
+def may_record_failure(attributes: Mapping[str, Any]) -> bool:
+    """Whether a span whose status is not ERROR may still record a failure (``error.type``, or
+    Haystack's ``haystack.tool.error`` tag: its failed calls' spans stay OK)."""
+    return "error.type" in attributes or attributes.get(_HAYSTACK_ERROR) is True
+
+
 def error_of(
     attributes: Mapping[str, Any],
     status_is_error: bool,
@@ -316,7 +369,8 @@ def error_of(
     events: Sequence[Any],
 ) -> str | None:
     """The call's error message, if the span records a failure."""
-    if not events and not status_is_error and "error.type" not in attributes:
+    haystack_failed = attributes.get(_HAYSTACK_ERROR) is True  # an OK span: only the tag says
+    if not events and not (status_is_error or haystack_failed) and "error.type" not in attributes:
         return None
     exception_message: str | None = None
     for event in events:
@@ -326,9 +380,11 @@ def error_of(
                 event_attributes.get("exception.type")
             )
     error_type = _text(attributes.get("error.type"))
-    if not (status_is_error or error_type or exception_message):
+    if not (status_is_error or error_type or exception_message or haystack_failed):
         return None
-    parts = [p for p in (exception_message, status_description, error_type) if p]
+    # Haystack records a failed call's error only in its output tag: ``{"error": "..."}``.
+    failure = _text(attributes.get(_HAYSTACK_OUTPUT)) if haystack_failed else None
+    parts = [p for p in (exception_message, status_description, error_type, failure) if p]
     return parts[0] if parts else "error"
 
 

@@ -186,7 +186,7 @@ def _outcome_of(span: ReadableSpan, attributes: Mapping[str, Any]) -> tuple[obje
     # instrumentations set status ERROR with it): reading events is not free.
     error = (
         conventions.error_of(attributes, failed, status.description, span.events)
-        if failed or "error.type" in attributes
+        if failed or conventions.may_record_failure(attributes)
         else None
     )
     raw = conventions.result_of(attributes)

@@ -77,6 +77,8 @@ class _Ask:
     shown: bool = False
     """The ask's detection went on the span the agent asked from: the span that adopts the
     call does not show it again."""
+    round: int = 0
+    """The ask (or the batch: one model response's calls) it was made in, counted per scope."""
 
 
 @dataclass(slots=True)
@@ -88,6 +90,8 @@ class ScopeState:
     """The window, oldest first (a list: a third of a deque's memory at 30 records)."""
     spans: dict[int, Decision] = field(default_factory=dict)
     asks: list[_Ask] = field(default_factory=list)
+    rounds: int = 0
+    """Asks and batches made in the scope: the newest round's asks are the calls about to run."""
     abort: Verdict | None = None
     criticals: int = 0
     """Critical verdicts decided in this scope: escalation aborts the run at the n-th."""
@@ -137,6 +141,7 @@ class ScopeState:
         if match is not None:
             return match.decision.adopted()
         decision = self._propose(call, cfg, call_id)
+        self.rounds += 1
         self._remember_ask(call, call_id, decision, shown=shown)
         return decision
 
@@ -158,6 +163,7 @@ class ScopeState:
         """
         if self.abort is not None:
             return [self._aborted() for _ in calls]
+        self.rounds += 1
         # The window the calls are judged on, and its counts (which let most calls skip the
         # detectors' walks): copies, as the calls before each are projected into them; a call
         # alone is judged on the window itself.
@@ -229,7 +235,7 @@ class ScopeState:
     def _remember_ask(
         self, call: ProposedCall, call_id: str | None, decision: Decision, *, shown: bool = False
     ) -> None:
-        self.asks.append(_Ask(call=call, call_id=call_id, decision=decision, shown=shown))
+        self.asks.append(_Ask(call, call_id, decision, shown, self.rounds))
         if len(self.asks) > MAX_OPEN_ASKS:
             del self.asks[0]  # an ask no span ever claimed
 
@@ -254,14 +260,25 @@ class ScopeState:
         self._bind(span, decision)
         return decision
 
-    def adopt_ask(self, span: int, call_id: str) -> Decision | None:
-        """A live span whose arguments are not known (yet, or at all) takes the open ask with
-        its call id, if there is one (one the GenAI completion hook made from the model's
-        response, say); ``None`` leaves the span to be evaluated at its end."""
+    def adopt_ask(self, span: int, call_id: str | None, tool: str) -> Decision | None:
+        """A live span of ``tool`` whose arguments are not known (yet, or at all) takes the open
+        ask with its call id (one the GenAI completion hook made from the model's response,
+        say); ``None`` leaves the span to be evaluated at its end.
+
+        A span with no call id yet (util-genai sets it only as the span ends) takes the first
+        open ask of its tool in the newest round that has one: the calls of a response run in
+        the order the model proposed them, and older rounds' open asks are calls that never
+        ran (blocked, say)."""
         bound = self.spans.get(span)
         if bound is not None:
             return self._adopted(bound)
-        match = next((a for a in reversed(self.asks) if a.call_id == call_id), None)
+        if call_id is not None:
+            match = next((a for a in reversed(self.asks) if a.call_id == call_id), None)
+        else:
+            newest = next((a for a in reversed(self.asks) if a.call.tool == tool), None)
+            match = newest and next(
+                a for a in self.asks if a.round == newest.round and a.call.tool == tool
+            )
         if match is None:
             return None
         self.asks.remove(match)

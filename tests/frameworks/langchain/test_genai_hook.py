@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import tracemalloc
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -13,8 +14,9 @@ from typing import Any
 import pytest
 from opentelemetry.trace import StatusCode
 
-from otel_loopguard import ToolLoopBlocked
+from otel_loopguard import ToolLoopBlocked, Verdict
 from otel_loopguard.completion_hook import LoopGuardCompletionHook
+from otel_loopguard.engine.verdict import exception_for
 from otel_loopguard.testing import loop_events
 
 from ...helpers import Rig, rig
@@ -256,3 +258,127 @@ def test_a_detection_carries_the_tokens_the_instrumented_model_calls_reported(
         1000,
         100,
     )
+
+
+# -- LangChain v1 create_agent: guard.check() inside the content-free tool span ------------------
+
+
+def _create_agent_run(r: Rig, ids: str) -> tuple[list[Verdict], Counter[str]]:
+    """LangChain v1 ``create_agent`` over a stubborn model that proposes ``read_file`` of the
+    same file forever, with call ids ``call_1``, ``call_2``, ... (``ids="per_run"``) or
+    ``call_0`` in every response (``"per_request"``: numbered per request, as local servers and
+    several providers do). The tool asks ``guard.check()`` inside its ``execute_tool`` span,
+    which records no content and, until it ends, no call id. Returns the tool's verdicts."""
+    from langchain.agents import create_agent
+    from langchain_core.language_models.chat_models import BaseChatModel
+    from langchain_core.messages import AIMessage, BaseMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+    from langchain_core.tools import ToolException, tool
+
+    counts: Counter[str] = Counter()
+    verdicts: list[Verdict] = []
+
+    class Stubborn(BaseChatModel):
+        model_name: str = "stubborn-1"
+
+        @property
+        def _llm_type(self) -> str:
+            return "stubborn"
+
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+            return self
+
+        def _generate(
+            self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **_: Any
+        ) -> ChatResult:
+            counts["model"] += 1
+            call_id = "call_0" if ids == "per_request" else f"call_{counts['model']}"
+            call = {"name": "read_file", "args": {"path": SECRET_ARG}, "id": call_id}
+            return ChatResult(
+                generations=[ChatGeneration(message=AIMessage("", tool_calls=[call]))]
+            )
+
+    @tool
+    def read_file(path: str) -> str:
+        """Read a file."""
+        verdict = r.guard.check()
+        verdicts.append(verdict)
+        if verdict.blocked:
+            raise exception_for(verdict) if verdict.aborted else ToolException(verdict.message)
+        counts["read_file"] += 1
+        return SECRET_RESULT
+
+    read_file.handle_tool_error = True  # a blocked call's message is the model's answer
+    agent = create_agent(Stubborn(), [read_file])
+    with (
+        r.tracer.start_as_current_span("invoke_agent app"),
+        pytest.raises(ToolLoopBlocked),
+    ):
+        agent.invoke({"messages": [("user", "go")]}, {"recursion_limit": LIMIT})
+    return verdicts, counts
+
+
+def _numbered(verdicts: list[Verdict]) -> list[tuple[int, str, int]]:
+    return [(n, v.action, v.count) for n, v in enumerate(verdicts, 1) if v.action != "none"]
+
+
+def test_a_check_inside_a_content_free_tool_span_gets_the_hooks_verdict(
+    langchain_rig: Rig,
+) -> None:
+    verdicts, counts = _create_agent_run(langchain_rig, "per_run")
+    numbered = _numbered(verdicts)
+    assert numbered[0] == (11, "warn", 10)  # the warning reaches the tool, so the model
+    assert numbered[-2:] == [(21, "block", 20), (22, "abort", 21)]
+    assert counts == {"model": 22, "read_file": 20}
+
+
+@pytest.mark.parametrize("ids", ["per_run", "per_request"])
+def test_runs_whose_model_reuses_call_ids_are_each_stopped(langchain_rig: Rig, ids: str) -> None:
+    """Two runs in two traces, with the same call ids (``call_1``, ``call_2``, ... in each, or
+    ``call_0`` in every response): the hook's map of call ids is per scope, not per process."""
+    for _ in range(2):
+        verdicts, counts = _create_agent_run(langchain_rig, ids)
+        assert _numbered(verdicts)[-2:] == [(21, "block", 20), (22, "abort", 21)]
+        assert counts == {"model": 22, "read_file": 20}
+
+
+def test_call_ids_of_a_mebibyte_are_not_kept(langchain_rig: Rig) -> None:
+    """Call ids are bounded as tool names are: 40 responses whose call ids are 1 MiB each
+    leave no more than a small fraction of one id alive (tracemalloc: deterministic)."""
+    from opentelemetry.util.genai.types import (
+        InputMessage,
+        OutputMessage,
+        ToolCallRequestPart,
+        ToolCallResponsePart,
+    )
+
+    r = langchain_rig
+    hook = LoopGuardCompletionHook()
+    chat = {"gen_ai.operation.name": "chat"}
+
+    def respond(n: int) -> None:
+        call_id = f"{n:08d}" + "x" * (1 << 20)
+        answered = [
+            InputMessage(
+                "tool", [ToolCallResponsePart(SECRET_RESULT, f"{n - 1:08d}" + "x" * (1 << 20))]
+            )
+        ]
+        proposed = [
+            OutputMessage(
+                "assistant", [ToolCallRequestPart({"n": n}, "read_file", call_id)], "tool_calls"
+            )
+        ]
+        with r.tracer.start_as_current_span("chat stubborn", attributes=chat) as span:
+            hook.on_completion(inputs=answered, outputs=proposed, system_instruction=[], span=span)
+
+    with r.tracer.start_as_current_span("invoke_agent app"):
+        respond(0)  # the first response makes the scope and the hook's maps
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            for n in range(1, 41):
+                respond(n)
+            kept = tracemalloc.get_traced_memory()[0] - before
+        finally:
+            tracemalloc.stop()
+    assert kept < (1 << 20) // 4
