@@ -516,3 +516,34 @@ def test_an_ask_by_name_and_a_span_by_value_are_one_call() -> None:
     # Counted once: the 11th call is the first warned ("called 10 times"), not the 6th.
     assert counts[:10] == [None] * 10
     assert counts[10] == 10
+
+
+def test_profile_openclaw_reads_its_result_object_recorded_as_json_text() -> None:
+    """A span records a result as text: OpenClaw's result object arrives as JSON text, read
+    as the object (its volatile ``durationMs`` aside, as for an object); other JSON text is
+    compared whole, as OpenClaw compares a text."""
+    as_text = [
+        Call(c.tool, c.args, json.dumps(c.result)) for c in map(_failing, range(25), ["make"] * 25)
+    ]
+    verdicts = replay(as_text, OPENCLAW)
+    assert [v.level for v in verdicts[:20]] == ["ok"] * 10 + ["warning"] * 10
+    assert verdicts[20].blocked
+    other = [Call("fetch", {"u": 1}, json.dumps({"n": i, "content": []})) for i in range(21)]
+    assert not replay(other, OPENCLAW)[20].blocked
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"content": "not a list"}',
+        '{"details": {"status": "ok"}}',
+        '{"content": [], "details": "not an object"}',
+        '{"content": [], "other": 1}',
+        '["content"]',
+        '{"content": [',
+    ],
+)
+def test_profile_openclaw_compares_other_text_whole(text: str) -> None:
+    # Each text with a number appended in a JSON string or after it: all different results.
+    calls = [Call("fetch", {"u": 1}, text + " " * i) for i in range(21)]
+    assert not replay(calls, OPENCLAW)[20].blocked

@@ -102,7 +102,12 @@ def _result(
             return _error(call, result, None, cfg)
         if not cfg.text_results_parsed:
             # OpenClaw digests a result that is not an object as it is: a text, JSON or not,
-            # is compared whole, ids and timings in it included.
+            # is compared whole, ids and timings in it included. But a span records its
+            # result object as JSON text, always: that text is read as the object it was.
+            if _STRUCTURED_START.match(result) is not None:
+                parsed = fp.normalise(result).value
+                if structured.is_tool_result(parsed):
+                    return _read_structured(call, parsed, cfg)
             return OutcomeDigest(result_fp=fp.text_key(result), unknown_tool=None, outcome="ok")
         if _may_be_structured(result, cfg):
             parsed = fp.normalise(result).value
