@@ -8,6 +8,7 @@ sequences are compared with the real OpenClaw in test_openclaw_parity.py).
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -15,7 +16,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from otel_loopguard import ConfigError, LoopGuard, LoopGuardSpanProcessor, load_config
+from otel_loopguard import ConfigError, LoopGuard, LoopGuardSpanProcessor, Verdict, load_config
 from otel_loopguard.config.settings import resolve
 from otel_loopguard.engine.identity.fingerprint import call_key
 from otel_loopguard.replay import COMPACTION, Batch, Call, Compaction, replay, replay_events
@@ -25,11 +26,27 @@ ON = {"enabled": True}
 
 
 def detections(calls: list[Call | Compaction | Batch], config: Any = None) -> list[str]:
-    """``level:detector`` of each call's verdict, ``ok`` when nothing fired."""
-    return [
-        "ok" if v.level == "ok" else f"{v.level}:{v.detector}"
-        for v in replay(calls, config if config is not None else ON)
-    ]
+    """``level:detector`` of each call's verdict, ``ok`` when nothing fired; the same when each
+    result object is given as a span records it, as JSON text (checked)."""
+    config = config if config is not None else ON
+    found = [_level(v) for v in replay(calls, config)]
+    assert [_level(v) for v in replay([as_recorded(c) for c in calls], config)] == found
+    return found
+
+
+def _level(verdict: Verdict) -> str:
+    return "ok" if verdict.level == "ok" else f"{verdict.level}:{verdict.detector}"
+
+
+def as_recorded(item: Call | Compaction | Batch) -> Call | Compaction | Batch:
+    """A call with its result as a span's attribute carries it: an object as its JSON text."""
+    if isinstance(item, Batch):
+        return Batch(tuple(_recorded(call) for call in item.calls))
+    return _recorded(item) if isinstance(item, Call) else item
+
+
+def _recorded(call: Call) -> Call:
+    return replace(call, result=json.dumps(call.result)) if isinstance(call.result, dict) else call
 
 
 def first(calls: list[Call | Compaction | Batch], wanted: str, config: Any = None) -> int:
