@@ -13,8 +13,13 @@ back, in alternating order; the figure is the median of the pairs' CPU-time rati
 First line: the processor's cost on inference spans (what reading their usage adds), against the
 same inferences on a provider without otel-loopguard.
 
-Run: python3 benchmarks/completion_hook.py [--rounds N] [--quick]
-Targets: the hook adds <= 5 % to an inference span's cost (ratio <= 1.05); reading usage <= 3 %.
+``--batch``: one response proposing 1 000 and 8 000 calls through the hook, and a
+``guard.check_batch`` of as many: the time the application's thread is held, which must grow
+linearly with the calls (each is judged after the ones before it, without walking them again).
+
+Run: python3 benchmarks/completion_hook.py [--rounds N] [--quick] [--batch]
+Targets: the hook adds <= 5 % to an inference span's cost (ratio <= 1.05); reading usage <= 3 %;
+a batch of 8 000 calls costs about 8 times one of 1 000.
 """
 
 from __future__ import annotations
@@ -116,11 +121,73 @@ def handler_on(guarded: bool, hook: Any) -> Side:
     return tp, TelemetryHandler(tracer_provider=tp, completion_hook=hook)
 
 
+def one_response(hook: LoopGuardCompletionHook, calls: int, same_tool: bool) -> float:
+    """CPU seconds the hook holds the application's thread for one response proposing
+    ``calls`` distinct calls (of one tool, or each of its own), judged as one batch."""
+    tp, _ = provider(True, "none")
+    handler = TelemetryHandler(tracer_provider=tp, completion_hook=hook)
+    parts: list[Any] = [
+        ToolCallRequestPart(
+            name="read_file" if same_tool else f"tool_{n}",
+            arguments={"path": f"src/module_{n}.py"},
+            id=f"call_{n}",
+        )
+        for n in range(calls)
+    ]
+    with tp.get_tracer("bench").start_as_current_span("invoke_agent bench"):
+        invocation = handler.inference("bench-provider", request_model="model-1")
+        invocation.input_messages = [InputMessage(role="user", parts=[TextPart(content="go")])]
+        invocation.output_messages = [
+            OutputMessage(role="assistant", parts=parts, finish_reason="tool_calls")
+        ]
+        start = time.process_time()
+        invocation.stop()
+        spent = time.process_time() - start
+    tp.shutdown()
+    return spent
+
+
+def check_batch(calls: int) -> float:
+    """CPU seconds of one ``guard.check_batch`` of ``calls`` distinct calls of one tool."""
+    from otel_loopguard import LoopGuard
+
+    guard = LoopGuard({"enabled": True})
+    batch = [("read_file", {"path": f"src/module_{n}.py"}, f"call_{n}") for n in range(calls)]
+    start = time.process_time()
+    guard.check_batch(batch, scope="bench")
+    return time.process_time() - start
+
+
+def batches() -> None:
+    """One model response proposing 1 000 and 8 000 calls: the cost grows with the calls
+    (linear: 8 000 cost about 8 times 1 000), never with their square."""
+    for label, measure in (
+        (
+            "response via the hook, one tool",
+            lambda n: one_response(LoopGuardCompletionHook(), n, True),
+        ),
+        (
+            "response via the hook, a tool each",
+            lambda n: one_response(LoopGuardCompletionHook(), n, False),
+        ),
+        ("guard.check_batch, one tool", check_batch),
+    ):
+        small, large = measure(1000), measure(8000)
+        print(
+            f"batch: {label:<38} 1 000 calls {small * 1000:8.1f} ms   8 000 calls "
+            f"{large * 1000:8.1f} ms   ratio {large / small:5.1f}   (linear: about 8)"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=101, help="pairs of rounds (median)")
     parser.add_argument("--quick", action="store_true", help="a fifth of the work: a smoke run")
+    parser.add_argument("--batch", action="store_true", help="only the large-batch figures")
     args = parser.parse_args()
+    if args.batch:
+        batches()
+        return
     rounds = max(5, args.rounds // 5) if args.quick else args.rounds
     n = 40
     # The processor's own work on inference spans (reading their usage), no hook on either side.

@@ -8,6 +8,7 @@ sequences are compared with the real OpenClaw in test_openclaw_parity.py).
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -15,7 +16,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from otel_loopguard import ConfigError, LoopGuard, LoopGuardSpanProcessor, load_config
+from otel_loopguard import ConfigError, LoopGuard, LoopGuardSpanProcessor, Verdict, load_config
 from otel_loopguard.config.settings import resolve
 from otel_loopguard.engine.identity.fingerprint import call_key
 from otel_loopguard.replay import COMPACTION, Batch, Call, Compaction, replay, replay_events
@@ -25,11 +26,27 @@ ON = {"enabled": True}
 
 
 def detections(calls: list[Call | Compaction | Batch], config: Any = None) -> list[str]:
-    """``level:detector`` of each call's verdict, ``ok`` when nothing fired."""
-    return [
-        "ok" if v.level == "ok" else f"{v.level}:{v.detector}"
-        for v in replay(calls, config if config is not None else ON)
-    ]
+    """``level:detector`` of each call's verdict, ``ok`` when nothing fired; the same when each
+    result object is given as a span records it, as JSON text (checked)."""
+    config = config if config is not None else ON
+    found = [_level(v) for v in replay(calls, config)]
+    assert [_level(v) for v in replay([as_recorded(c) for c in calls], config)] == found
+    return found
+
+
+def _level(verdict: Verdict) -> str:
+    return "ok" if verdict.level == "ok" else f"{verdict.level}:{verdict.detector}"
+
+
+def as_recorded(item: Call | Compaction | Batch) -> Call | Compaction | Batch:
+    """A call with its result as a span's attribute carries it: an object as its JSON text."""
+    if isinstance(item, Batch):
+        return Batch(tuple(_recorded(call) for call in item.calls))
+    return _recorded(item) if isinstance(item, Call) else item
+
+
+def _recorded(call: Call) -> Call:
+    return replace(call, result=json.dumps(call.result)) if isinstance(call.result, dict) else call
 
 
 def first(calls: list[Call | Compaction | Batch], wanted: str, config: Any = None) -> int:
@@ -516,3 +533,34 @@ def test_an_ask_by_name_and_a_span_by_value_are_one_call() -> None:
     # Counted once: the 11th call is the first warned ("called 10 times"), not the 6th.
     assert counts[:10] == [None] * 10
     assert counts[10] == 10
+
+
+def test_profile_openclaw_reads_its_result_object_recorded_as_json_text() -> None:
+    """A span records a result as text: OpenClaw's result object arrives as JSON text, read
+    as the object (its volatile ``durationMs`` aside, as for an object); other JSON text is
+    compared whole, as OpenClaw compares a text."""
+    as_text = [
+        Call(c.tool, c.args, json.dumps(c.result)) for c in map(_failing, range(25), ["make"] * 25)
+    ]
+    verdicts = replay(as_text, OPENCLAW)
+    assert [v.level for v in verdicts[:20]] == ["ok"] * 10 + ["warning"] * 10
+    assert verdicts[20].blocked
+    other = [Call("fetch", {"u": 1}, json.dumps({"n": i, "content": []})) for i in range(21)]
+    assert not replay(other, OPENCLAW)[20].blocked
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"content": "not a list"}',
+        '{"details": {"status": "ok"}}',
+        '{"content": [], "details": "not an object"}',
+        '{"content": [], "other": 1}',
+        '["content"]',
+        '{"content": [',
+    ],
+)
+def test_profile_openclaw_compares_other_text_whole(text: str) -> None:
+    # Each text with a number appended in a JSON string or after it: all different results.
+    calls = [Call("fetch", {"u": 1}, text + " " * i) for i in range(21)]
+    assert not replay(calls, OPENCLAW)[20].blocked

@@ -2,7 +2,9 @@
 stamped on every call, polls recorded as text, sends.
 
 ``profile: openclaw`` compares a text result whole, as OpenClaw compares a result that is no
-object; the default profile reads JSON text as the value written in it (docs/profiles.md). The
+object, except OpenClaw's own result object recorded as JSON text (a span records it so), read
+as that object; the default profile reads JSON text as the value written in it
+(docs/profiles.md). The
 same sequences run against the real OpenClaw in test_openclaw_parity.py.
 """
 
@@ -30,16 +32,20 @@ def structured(text: str, **details: Any) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}], "details": details}
 
 
-def test_profile_openclaw_compares_a_poll_recorded_as_json_text_whole() -> None:
-    # The same poll answer, its retry delay changing: as text, each one is another outcome.
+def as_text(calls: list[Call]) -> list[Call]:
+    """The calls with their results as a span records them: JSON text."""
+    return [Call(c.tool, c.args, json.dumps(c.result), c.error) for c in calls]
+
+
+def test_profile_openclaw_reads_a_poll_recorded_as_json_text_as_its_result_object() -> None:
+    # The same poll answer, its retry delay changing: a poll's status and output, which do not
+    # change, in both profiles (OpenClaw holds the object the span recorded as text).
     calls = [
-        Call("process", POLL, json.dumps(structured("", status="running", retryInMs=n)))
-        for n in range(25)
+        Call("process", POLL, structured("", status="running", retryInMs=n)) for n in range(25)
     ]
-    assert set(detections(calls, OPENCLAW)) == {"ok"}
-    # The default profile reads the text as OpenClaw's result object: a poll's status and
-    # output, which do not change.
-    assert detections(calls, DEFAULT)[10] == "warning:known_poll_no_progress"
+    for config in (OPENCLAW, DEFAULT):
+        assert detections(as_text(calls), config) == detections(calls, config)
+        assert detections(as_text(calls), config)[10] == "warning:known_poll_no_progress"
 
 
 def test_profile_openclaw_compares_command_status_recorded_as_json_text_whole() -> None:
@@ -53,12 +59,14 @@ def test_profile_openclaw_compares_command_status_recorded_as_json_text_whole() 
 
 def test_a_poll_recorded_as_json_text_in_alternation_is_a_ping_pong_in_profile_openclaw() -> None:
     calls = [
-        Call("process", POLL, json.dumps(structured("", status="running", pid=n)))
+        Call("process", POLL, structured("", status="running", pid=n))
         if n % 2
         else Call("search", {"q": "x"}, "r")
         for n in range(25)
     ]
-    assert set(detections(calls, OPENCLAW)) == {"ok", "warning:ping_pong"}
+    found = detections(as_text(calls), OPENCLAW)
+    assert found == detections(calls, OPENCLAW)
+    assert "critical:ping_pong" in found  # the poll's pid is no progress
 
 
 def test_profile_openclaw_compares_json_text_with_a_changing_request_id_whole() -> None:
@@ -83,14 +91,14 @@ def test_profile_openclaw_never_finds_a_compaction_loop_in_results_with_fresh_id
     assert replay(calls, DEFAULT)[3].detector == "compaction_loop_persisted"
 
 
-def test_profile_openclaw_compares_a_send_recorded_as_json_text_whole() -> None:
+def test_profile_openclaw_reads_a_send_recorded_as_json_text_as_its_result_object() -> None:
     send = {"action": "send", "to": "u1", "text": "done"}
     calls = [
         Call("message", send, json.dumps(structured(f"Sent m-{n}", messageId=f"m-{n}")))
         for n in range(21)
     ]
-    assert detections(calls, OPENCLAW)[20] == "warning:generic_repeat"
-    # Read as the send it is, its message id left out: the same send again.
+    # Read as the send it is, its message id left out: the same send again, in both profiles.
+    assert detections(calls, OPENCLAW)[20] == "critical:generic_repeat"
     assert detections(calls, DEFAULT)[20] == "critical:generic_repeat"
 
 

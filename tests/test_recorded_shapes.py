@@ -215,10 +215,15 @@ def _asked_before(r: Rig, tool: str, args: dict[str, Any], n: int, body: ToolBod
 
 
 @pytest.mark.parametrize("call", [_adk_call, _adk_text_call, _strands_call, _asked_before])
+@pytest.mark.parametrize("tool", ["read_file", "lire_le_fichier_é"])
+@pytest.mark.parametrize("profile", ["loopguard", "openclaw"])
 def test_a_repeat_is_blocked_at_the_21st_call_whatever_the_warning_shape(
-    call: Callable[[Rig, str, dict[str, Any], int, ToolBody], Verdict],
+    call: Callable[[Rig, str, dict[str, Any], int, ToolBody], Verdict], tool: str, profile: str
 ) -> None:
-    r = rig(ON)
+    """Whatever carries the warning, and however it is written there: a tool named in other
+    letters than ASCII is named so in its warning, which JSON text then holds escaped
+    (``\\u00e9``), and the text of a result is compared whole under ``profile: openclaw``."""
+    r = rig({**ON, "profile": profile})
     runs = 0
 
     def body() -> object:
@@ -227,7 +232,7 @@ def test_a_repeat_is_blocked_at_the_21st_call_whatever_the_warning_shape(
         return "line 1\nline 2"
 
     with r.tracer.start_as_current_span("invoke_agent reader"):
-        verdicts = [call(r, "read_file", {"path": "notes.txt"}, n, body) for n in range(30)]
+        verdicts = [call(r, tool, {"path": "notes.txt"}, n, body) for n in range(30)]
     assert _first_blocked(verdicts) == 21
     assert runs == 20
 
@@ -676,3 +681,28 @@ def test_results_given_by_record_result_block_a_repeat_without_content() -> None
 def test_record_result_refuses_what_it_cannot_use(args: Any, kwargs: Any) -> None:
     with pytest.raises(ValueError, match=r"call_id|name|error"):
         LoopGuard(ON).record_result(*args, **kwargs)
+
+
+def test_content_free_spans_without_call_ids_take_a_batchs_calls_in_the_order_proposed() -> None:
+    """util-genai sets a tool span's call id only as it ends: a ``check()`` inside takes the
+    first open call of its tool that the newest batch proposed, so two calls of one tool run
+    one after the other each get their own verdict."""
+    r = rig(ON)
+    span_of = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "read_file"}
+
+    def run(batch: list[tuple[str, object, str | None]]) -> list[Verdict]:
+        r.guard.check_batch(batch)
+        found = []
+        for _ in batch:
+            with r.tracer.start_as_current_span("execute_tool read_file", attributes=span_of):
+                found.append(r.guard.check())
+        return found
+
+    with r.tracer.start_as_current_span("invoke_agent reader"):
+        for n in range(10):
+            run([("read_file", {"path": "a"}, f"c{n}")])
+        first, second = run(
+            [("read_file", {"path": "a"}, "x1"), ("read_file", {"path": "b"}, "x2")]
+        )
+    assert (first.action, first.detector, first.count) == ("warn", "generic_repeat", 10)
+    assert second.action == "none"

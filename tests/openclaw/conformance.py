@@ -4,6 +4,12 @@
 (``OTEL_LOOPGUARD_OPENCLAW_DIR``, else ``~/.cache/otel-loopguard/openclaw-<version>``), once;
 ``openclaw_verdicts`` runs ``harness.mjs`` on it. ``our_verdicts`` replays the same steps.
 A verdict is compared as (level, detector, blocked, aborted, count), and a warning's event.
+
+Results reach each side as they would in production. A span records a result object as JSON
+text, always: ours get every object result as that text. OpenClaw's runtime holds its tools'
+result objects (a ``content`` list, optional ``details``) as objects, whether a step gives one
+as an object or as the JSON text a span recorded of it, and any other value as the span would
+show it: the JSON text of an object of another shape.
 """
 
 from __future__ import annotations
@@ -98,7 +104,8 @@ def _installed(root: Path) -> Path:
 def openclaw_verdicts(package: Path, scenarios: Sequence[Sequence[Step]]) -> list[list[Seen]]:
     with tempfile.TemporaryDirectory() as work:
         source, target = Path(work, "in.json"), Path(work, "out.json")
-        source.write_text(json.dumps({"scenarios": scenarios}))
+        held = [_as_openclaw_holds(steps) for steps in scenarios]
+        source.write_text(json.dumps({"scenarios": held}))
         node = shutil.which("node") or "node"
         subprocess.run(
             [node, str(HARNESS), str(package), str(source), str(target)],
@@ -124,8 +131,49 @@ def openclaw_verdicts(package: Path, scenarios: Sequence[Sequence[Step]]) -> lis
     ]
 
 
+def _is_tool_result(value: object) -> bool:
+    """OpenClaw's tool-result object: a ``content`` list and, optionally, ``details``."""
+    return (
+        isinstance(value, dict)
+        and isinstance(value.get("content"), list)
+        and isinstance(value.get("details", {}), dict)
+        and value.keys() <= {"content", "details"}
+    )
+
+
+def _as_recorded(result: object) -> object:
+    """A result as a span's attribute carries it: an object as its JSON text."""
+    return json.dumps(result) if isinstance(result, dict) else result
+
+
+def _as_openclaw_holds(steps: Sequence[Step]) -> list[Step]:
+    """The steps with each result as OpenClaw's runtime holds it: its result objects as
+    objects (given as one, or as the JSON text a span recorded of one), an object of any other
+    shape as the text a span shows (see the module)."""
+    held: list[Step] = []
+    for step in steps:
+        if "batch" in step:
+            held.append({**step, "batch": _as_openclaw_holds(step["batch"])})
+        elif "result" in step:
+            held.append({**step, "result": _held(step["result"])})
+        else:
+            held.append(step)
+    return held
+
+
+def _held(result: object) -> object:
+    if isinstance(result, str):
+        try:
+            written = json.loads(result)
+        except ValueError:
+            return result
+        return written if _is_tool_result(written) else result
+    return result if _is_tool_result(result) else _as_recorded(result)
+
+
 def _call(step: Step) -> Call:
-    return Call(step["tool"], step.get("args"), step.get("result"), step.get("error"))
+    result = _as_recorded(step.get("result"))
+    return Call(step["tool"], step.get("args"), result, step.get("error"))
 
 
 def calls_of(steps: Sequence[Step]) -> list[Call | Compaction | Batch]:

@@ -13,6 +13,7 @@ from ...config.settings import ResolvedConfig
 from ..messages import message
 from ..records import CallRecord, ProposedCall
 from ..verdict import Action, Level, Verdict
+from .batch import Pending
 
 __all__ = [
     "MIN_STABLE_CALLS_PER_VARIANT",
@@ -53,18 +54,21 @@ class Streak(NamedTuple):
     latest: int | None
 
 
-def streak_and_count(records: Sequence[CallRecord], args_fp: int, *, vetoes: bool) -> Streak:
+def streak_and_count(
+    records: Sequence[CallRecord], args_fp: int, *, vetoes: bool, blocked: int = 0
+) -> Streak:
     """(noProgressStreak, recentCount, newest result) of the call ``args_fp``, in one walk back.
 
     The streak counts the newest same-call records whose result matches the newest one's;
     records of other calls are skipped and do not break it, records without a result are
     ignored. With ``vetoes``, a blocked call counts once an older matching outcome is found
     (or, with no outcome at all, by itself). The count is every same-call record in the window.
+    ``blocked``: this many blocked calls of ``args_fp`` are newer than ``records`` (a batch's).
     """
     newest: int | None = None
     streak = 0
-    count = 0
-    pending = 0
+    count = blocked
+    pending = blocked if vetoes else 0
     counting = True
     for record in reversed(records):
         if record.args_fp != args_fp:
@@ -88,15 +92,16 @@ def streak_and_count(records: Sequence[CallRecord], args_fp: int, *, vetoes: boo
 
 
 def terminal_failure_streak(
-    records: Sequence[CallRecord], tool: str, args_fp: int, *, vetoes: bool
+    records: Sequence[CallRecord], tool: str, args_fp: int, *, vetoes: bool, blocked: int = 0
 ) -> int:
     """The newest run of ``tool`` calls that failed the same terminal way (OpenClaw's ``exec``
     rule): the same failure identity across retries of one command, or across other commands;
     a command that comes back after others ends it, as does any other outcome or tool.
+    ``blocked``: this many blocked calls of ``tool`` are newer than ``records``.
     """
     latest: CallRecord | None = None
     streak = 0
-    pending = 0
+    pending = blocked if vetoes else 0
     crossed = False
     for record in reversed(records):
         if record.tool != tool:
@@ -220,6 +225,7 @@ def _may_fire(
     call: ProposedCall,
     cfg: ResolvedConfig,
     counts: Mapping[int, int] | None,
+    batch: Pending | None,
 ) -> bool:
     """Cheap necessary conditions: most calls in a healthy run are rejected here, unwalked."""
     fp = call.args_fp
@@ -230,8 +236,10 @@ def _may_fire(
     # A ping-pong's tail alternates, so the record before the newest is the proposed call; to
     # warn, the tail holds `warning - 1` records, half of them (rounded down) the proposed
     # call's and the rest the newest one's.
-    if cfg.ping_pong and len(history) >= 2 and history[-2].args_fp == fp:
-        last = history[-1].args_fp
+    newest = (batch.other, batch.last) if batch is not None else history[-2:]
+    if cfg.ping_pong and len(newest) == 2 and newest[0] is not None and newest[0].args_fp == fp:
+        assert newest[1] is not None  # there is a record before it
+        last = newest[1].args_fp
         if (
             last != fp
             and counts.get(fp, 0) >= (cfg.warning_threshold - 1) // 2
@@ -242,8 +250,12 @@ def _may_fire(
     # with this tool's newest completed call; churn also needs the call a few times. A call
     # that ended with no result is passed over, as churn and a failure run pass over it. A
     # blocked call is passed over by churn and a failure run too, and ends an unknown-tool
-    # tail unless it carries on the unknown tool it vetoed.
+    # tail unless it carries on the unknown tool it vetoed (a batch's calls are such calls).
     unknown_tail = True
+    if batch is not None:
+        if not batch.all_of(call.tool):
+            return False
+        unknown_tail = False
     for record in reversed(history):
         if record.outcome in _NO_OUTCOME:
             continue
@@ -269,32 +281,45 @@ def evaluate(
     counts: Mapping[int, int] | None = None,
     *,
     pending: int = 0,
+    batch: Pending | None = None,
 ) -> Finding | None:
     """The first detector that fires on ``call`` against ``history``, breaker before the softer
     ones and polls judged as polls first (see docs/design.md, 'History and detectors order').
 
-    ``counts``, if given, counts each call's records in ``history``: a shortcut, not a source.
-    ``pending``: the newest records are this many calls of the same batch, judged on top of
-    a full window (as OpenClaw projects a batch).
+    ``counts``, if given, counts each call's records in ``history`` (and ``batch``'s): a
+    shortcut, not a source. The calls of the same batch judged before this one count as blocked
+    calls on top of a full window (as OpenClaw projects a batch): ``batch`` summarises them
+    (see ``batch.py``: no call walks them), or ``pending`` says that they are the newest records
+    of ``history``, written out (the plain projection, which ``batch`` must agree with).
     """
-    if not cfg.rolling_enabled or not history or not _may_fire(history, call, cfg, counts):
+    if batch is not None and not batch.size:
+        batch = None
+    if not cfg.rolling_enabled or not (history or batch):
+        return None
+    if not _may_fire(history, call, cfg, counts, batch):
         return None
     records = window(history, cfg.history_size + pending)
     tool, fp = call.tool, call.args_fp
-
-    unknown, name = unknown_tool_tail(records, tool)
+    vetoes = cfg.veto_continues_streak
+    if batch is None:
+        unknown, name = unknown_tool_tail(records, tool)
+        found = streak_and_count(records, fp, vetoes=vetoes)
+        run_goes_on = True
+    else:
+        unknown, name = 0, None  # the newest record is a blocked call's: no unknown tool
+        found = streak_and_count(records, fp, vetoes=vetoes, blocked=batch.counts.get(fp, 0))
+        run_goes_on = batch.all_of(tool)
     if unknown >= cfg.unknown_tool_threshold and name is not None:
         # Named by the span's tool name: the missing tool's name comes from error text, which
         # is never copied into a message (it may carry a secret).
         verdict = _verdict("unknown_tool_repeat", "critical", "block", tool, unknown)
         return Finding(verdict, ("unknown", tool, name))
 
-    found = streak_and_count(records, fp, vetoes=cfg.veto_continues_streak)
     streak, recent = found.streak, found.calls
-    if tool == "exec":
-        streak = max(
-            streak, terminal_failure_streak(records, tool, fp, vetoes=cfg.veto_continues_streak)
-        )
+    if tool == "exec" and run_goes_on:
+        blocked = batch.size if batch is not None else 0
+        failures = terminal_failure_streak(records, tool, fp, vetoes=vetoes, blocked=blocked)
+        streak = max(streak, failures)
     if streak >= cfg.global_circuit_breaker_threshold:
         action: Action = "abort" if cfg.breaker_aborts else "block"
         return Finding(
@@ -312,7 +337,7 @@ def evaluate(
             return Finding(verdict, key)
 
     if cfg.ping_pong:
-        tail, last, stable = ping_pong_tail(records, fp)
+        tail, last, stable = ping_pong_tail(records, fp) if batch is None else batch.ping_pong(fp)
         # Ours caps the count at the window (a tail cannot be longer); OpenClaw's does not.
         count = min(tail + 1, cfg.history_size) if cfg.ping_pong_capped else tail + 1
         if last is not None and count >= cfg.warning_threshold:
@@ -327,7 +352,7 @@ def evaluate(
     if generic and streak >= cfg.critical_threshold:
         verdict = _verdict("generic_repeat", "critical", "block", tool, streak)
         return Finding(verdict, ("generic", fp))
-    if cfg.argument_churn:
+    if cfg.argument_churn and run_goes_on:
         churn, _ = argument_churn(records, tool, fp)
         if churn >= cfg.warning_threshold:
             verdict = _verdict("argument_churn", "warning", "warn", tool, churn)

@@ -11,7 +11,8 @@ from typing import Any, Protocol
 
 from ...config.settings import ResolvedConfig
 from ..records import CallRecord, ProposedCall
-from ..usage import Usage
+from ..usage import NOTHING_SPENT, Usage
+from .batch import Pending
 from .budget import judge
 from .detectors import Finding
 
@@ -55,23 +56,49 @@ def within_budget(
     return Finding(verdict, ("budget", kind))
 
 
-def loop_start(history: Sequence[CallRecord], finding: Finding, call: ProposedCall) -> Usage | None:
+def loop_start(
+    history: Sequence[CallRecord],
+    finding: Finding,
+    call: ProposedCall,
+    batch: Pending | None = None,
+) -> Usage | None:
     """The scope's total when the first call of the loop a finding reports was made (what the
     loop cost is the total now, less this): the oldest of the records that are evidence of the
-    loop (for a repeated call, those of its no-progress streak: ``_no_progress_start``)."""
+    loop (for a repeated call, those of its no-progress streak: ``_no_progress_start``).
+    ``batch``: the calls of the batch judged before this one, newer than ``history``."""
     verdict = finding.verdict
     if verdict.detector == "budget_exceeded":
         return None
-    same: Callable[[CallRecord], bool]
+    find: Callable[[int], Usage | None]
     if verdict.detector == "ping_pong":
         sides = set(finding.signature[1:])
         wanted = verdict.count - 1  # the alternating tail; the count adds this call
-        same = lambda record: record.args_fp in sides  # noqa: E731
+        find = lambda n: _spent_at(history, lambda r: r.args_fp in sides, n)  # noqa: E731
+        blocked = sum(batch.counts.get(s, 0) for s in sides if type(s) is int) if batch else 0
     elif verdict.detector in ("unknown_tool_repeat", "argument_churn"):
         wanted = verdict.count
-        same = lambda record: record.tool == call.tool  # noqa: E731
+        find = lambda n: _spent_at(history, lambda r: r.tool == call.tool, n)  # noqa: E731
+        blocked = batch.of_tool(call.tool) if batch else 0
     else:
-        return _no_progress_start(history, call.args_fp, verdict.count)
+        wanted = verdict.count
+        find = lambda n: _no_progress_start(history, call.args_fp, n)  # noqa: E731
+        blocked = batch.counts.get(call.args_fp, 0) if batch else 0
+    if blocked and wanted > 0:
+        # A batch's blocked calls were made with nothing spent on them yet (as written out,
+        # never appended to the window), and with no result: the loop started with one of
+        # them, or further back.
+        if wanted <= blocked:
+            return NOTHING_SPENT
+        found = find(wanted - blocked)
+        return NOTHING_SPENT if found is None else found
+    return find(wanted)
+
+
+def _spent_at(
+    history: Sequence[CallRecord], same: Callable[[CallRecord], bool], wanted: int
+) -> Usage | None:
+    """What had been spent when the ``wanted``-th newest record that is ``same`` was made (the
+    oldest, if fewer are), or ``None`` for none."""
     first: CallRecord | None = None
     for record in reversed(history):
         if wanted <= 0:

@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 from ...config.settings import WARNING_KEY, ResolvedConfig
 from ..messages import MAX_SEARCH_CHARS, TAG, strip_messages
-from ..records import UNRECORDED, Outcome, ProposedCall
+from ..records import UNRECORDED, CallKind, Outcome, ProposedCall
 from . import fingerprint as fp
 from . import structured
 from .additions import may_carry, without_message
@@ -102,9 +102,14 @@ def _result(
             return _error(call, result, None, cfg)
         if not cfg.text_results_parsed:
             # OpenClaw digests a result that is not an object as it is: a text, JSON or not,
-            # is compared whole, ids and timings in it included.
+            # is compared whole, ids and timings in it included. But a span records its
+            # result object as JSON text, always: that text is read as the object it was.
+            if _STRUCTURED_START.match(result) is not None:
+                parsed = fp.normalise(result).value
+                if structured.is_tool_result(parsed):
+                    return _read_structured(call, parsed, cfg)
             return OutcomeDigest(result_fp=fp.text_key(result), unknown_tool=None, outcome="ok")
-        if _may_be_structured(result, cfg):
+        if _may_be_structured(result, cfg, call.kind):
             parsed = fp.normalise(result).value
             if type(parsed) is dict:
                 result = parsed
@@ -176,11 +181,12 @@ _FRAMEWORK_START = re.compile(r'\s*\{\s*"(?:content|details|result|isError|struc
 """... and a framework's shapes (docs/shapes.md) with one of these."""
 
 
-def _may_be_structured(text: str, cfg: ResolvedConfig) -> bool:
+def _may_be_structured(text: str, cfg: ResolvedConfig, kind: CallKind | None) -> bool:
     """A test at the start of a result text, before parsing it: OpenClaw's result object, a
-    framework's shape, or any JSON object under ``any_object_result``. Constant time: results
-    are often large."""
-    if cfg.any_object_result:
+    framework's shape, or any JSON object under ``any_object_result`` or for a call whose
+    ``details`` may be recorded alone (a log's, a write's, a send's, as in a mapping).
+    Constant time: results are often large."""
+    if cfg.any_object_result or kind in structured.DETAILS_ALONE:
         start = _OBJECT_START
     else:
         start = _FRAMEWORK_START if cfg.framework_results else _STRUCTURED_START

@@ -22,11 +22,11 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterator, Mapping
-from typing import NamedTuple
+from typing import NamedTuple, TypeGuard
 
 from ..records import CallKind
 
-__all__ = ["DETAILS_ALONE", "Reading", "call_kind", "is_structured", "read"]
+__all__ = ["DETAILS_ALONE", "Reading", "call_kind", "is_structured", "is_tool_result", "read"]
 
 _STRUCTURED_KEYS = frozenset({"content", "details"})
 
@@ -140,6 +140,16 @@ def is_structured(result: object, *, any_object: bool) -> bool:
         and (details is None or type(details) is dict)
         and (content is not None or details is not None)
     )
+
+
+def is_tool_result(value: object) -> TypeGuard[dict[str, object]]:
+    """Whether a value read from JSON text is OpenClaw's tool result: a ``content`` list and,
+    optionally, ``details`` (an object), nothing else. Under ``profile: openclaw`` such a text
+    is read as that object (a span records the object as text); any other is compared whole."""
+    if type(value) is not dict or type(value.get("content")) is not list:
+        return False
+    details = value.get("details", {})
+    return value.keys() <= _STRUCTURED_KEYS and type(details) is dict
 
 
 def read(kind: CallKind | None, result: Mapping[str, object]) -> Reading:

@@ -12,8 +12,9 @@ from typing import NamedTuple, Protocol
 
 from ...config.settings import ResolvedConfig
 from ..detection import escalation, spending
+from ..detection.batch import Pending
 from ..detection.compaction import CompactionGuard
-from ..detection.detectors import evaluate
+from ..detection.detectors import evaluate, window
 from ..identity.digests import OutcomeDigest
 from ..records import CallRecord, ProposedCall
 from ..usage import NOTHING_SPENT, Usage
@@ -164,15 +165,15 @@ class ScopeState:
         if self.abort is not None:
             return [self._aborted() for _ in calls]
         self.rounds += 1
-        # The window the calls are judged on, and its counts (which let most calls skip the
-        # detectors' walks): copies, as the calls before each are projected into them; a call
-        # alone is judged on the window itself.
-        projected, counts = self.history, self.counts
+        # The calls judged before each count as blocked calls on top of the window: kept in
+        # a summary (``batch.py``) and in a copy of the counts (which let most calls skip the
+        # detectors' walks), so that no call walks the ones before it.
+        pending, counts = Pending(window(self.history, cfg.history_size)), self.counts
         if len(calls) > 1:
-            projected, counts = list(projected), dict(counts)
+            counts = dict(counts)
         decisions: list[Decision] = []
         for earlier, (call, call_id) in enumerate(calls):
-            finding = evaluate(projected, call, cfg, counts, pending=earlier)
+            finding = evaluate(self.history, call, cfg, counts, batch=pending)
             if cfg.budget is not None:
                 finding = spending.within_budget(self, finding, cfg, call.tool)
             self.calls += 1
@@ -181,7 +182,9 @@ class ScopeState:
                 decisions.append(Decision(verdict=OK, annotate=False, record=record))
             else:
                 verdict, intended = escalation.decided(self, finding.verdict, cfg)
-                start = spending.loop_start(projected, finding, call) if self.usage.tokens else None
+                start = None
+                if self.usage.tokens:
+                    start = spending.loop_start(self.history, finding, call, pending)
                 if verdict.blocked:
                     return self._block_batch(calls, call, verdict, cfg, start)
                 # De-duplicated as it is judged, as OpenClaw does: a warning of a batch that a
@@ -197,7 +200,7 @@ class ScopeState:
                     )
                 )
             if earlier + 1 < len(calls):  # the calls after this one are judged with it blocked
-                projected.append(CallRecord(tool=call.tool, args_fp=call.args_fp, outcome="veto"))
+                pending.add(call)
                 counts[call.args_fp] = counts.get(call.args_fp, 0) + 1
         for (call, call_id), decision in zip(calls, decisions, strict=True):
             assert decision.record is not None

@@ -382,3 +382,53 @@ def test_call_ids_of_a_mebibyte_are_not_kept(langchain_rig: Rig) -> None:
         finally:
             tracemalloc.stop()
     assert kept < (1 << 20) // 4
+
+
+def test_interleaved_runs_read_each_result_by_their_own_proposal() -> None:
+    """Two runs at once whose model gives every call the id ``call_0``: run A keeps calling a
+    missing tool (Agno's answer names none: the call's own tool is the missing one), run B a
+    new tool each turn. A's results are read by A's proposal, so A is stopped; read by the
+    process's latest ``call_0`` (B's), each would name another missing tool."""
+    from opentelemetry import trace
+    from opentelemetry.util.genai.types import (
+        InputMessage,
+        OutputMessage,
+        ToolCallRequestPart,
+        ToolCallResponsePart,
+    )
+
+    r = rig(ON)
+    hook = LoopGuardCompletionHook()
+    missing = "Error: The requested tool does not exist or is not available"
+    runs = {name: r.tracer.start_span(f"invoke_agent {name}") for name in ("a", "b")}
+    for turn in range(14):
+        for name, root in runs.items():
+            tool = "frobnicate" if name == "a" else f"tool_{turn}"
+            answered = [
+                InputMessage(
+                    "tool", [ToolCallResponsePart(missing if name == "a" else "ok", "call_0")]
+                )
+            ]
+            proposed = [
+                OutputMessage("assistant", [ToolCallRequestPart({}, tool, "call_0")], "tool_calls")
+            ]
+            context = trace.set_span_in_context(root)
+            with r.tracer.start_as_current_span(
+                "chat stubborn", context=context, attributes={"gen_ai.operation.name": "chat"}
+            ) as span:
+                hook.on_completion(
+                    inputs=answered if turn else [],
+                    outputs=proposed,
+                    system_instruction=[],
+                    span=span,
+                )
+    for root in runs.values():
+        root.end()
+    found = {
+        (s.parent.span_id if s.parent else None, e["loopguard.detector"], e["loopguard.action"])
+        for s in r.spans("chat stubborn")
+        for e in loop_events(s)
+    }
+    a, b = (runs[name].get_span_context().span_id for name in ("a", "b"))
+    assert (a, "unknown_tool_repeat", "block") in found
+    assert not [f for f in found if f[0] == b]

@@ -1,0 +1,113 @@
+"""A batch's calls judged on a summary of the calls before them (``detection/batch.py``) give
+the verdicts, and the loop costs, of the projection written out: each call judged on the window
+with every earlier call of the batch appended as a blocked call (OpenClaw's projection).
+
+Windows and batches are drawn at random from a few tools, arguments, outcomes and results, so
+that every detector fires often, under the default rules and under ``profile: openclaw``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from otel_loopguard import load_config
+from otel_loopguard.config.settings import ResolvedConfig, resolve
+from otel_loopguard.engine.detection.batch import Pending
+from otel_loopguard.engine.detection.detectors import evaluate, window
+from otel_loopguard.engine.detection.spending import loop_start
+from otel_loopguard.engine.records import CallRecord, Outcome, ProposedCall
+from otel_loopguard.engine.state.scope import ScopeState
+from otel_loopguard.engine.usage import Usage
+
+SMALL = {"warningThreshold": 3, "criticalThreshold": 5, "globalCircuitBreakerThreshold": 7}
+CONFIGS: dict[str, ResolvedConfig] = {
+    name: resolve(load_config({"enabled": True, "historySize": 12, **SMALL, **extra})).default
+    for name, extra in (
+        ("default", {}),
+        ("openclaw", {"profile": "openclaw"}),
+        ("no_veto_streak", {"profile": "openclaw", "vetoContinuesStreak": False}),
+    )
+}
+TOOLS = ("read_file", "exec", "process")
+OUTCOMES: tuple[Outcome, ...] = ("pending", "ok", "unchanged", "error", "veto", "empty")
+
+records = st.builds(
+    lambda tool, fp, outcome, result, unknown, failure, spent: CallRecord(
+        tool=tool,
+        args_fp=fp,
+        result_fp=None if outcome in ("pending", "empty", "veto") else result,
+        unknown_tool=unknown if outcome == "error" else None,
+        outcome=outcome,
+        failure_fp=failure if outcome == "error" else None,
+        spent=Usage(spent, 0, 0, 0.0),
+    ),
+    st.sampled_from(TOOLS),
+    st.integers(0, 3),
+    st.sampled_from(OUTCOMES),
+    st.integers(0, 1),
+    st.sampled_from((None, None, "frobnicate")),
+    st.sampled_from((None, 7)),
+    st.integers(0, 100),
+)
+windows = st.builds(
+    # A few records repeated (a loop's shape: what makes the detectors fire), then a few more.
+    lambda pattern, times, tail: (pattern * times + tail)[-16:],
+    st.lists(records, min_size=1, max_size=4),
+    st.integers(1, 6),
+    st.lists(records, max_size=3),
+)
+proposed = st.builds(
+    lambda tool, fp, poll: ProposedCall(tool=tool, args_fp=fp, is_poll=poll and tool == "process"),
+    st.sampled_from(TOOLS),
+    st.integers(0, 3),
+    st.booleans(),
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    st.sampled_from(sorted(CONFIGS)),
+    st.one_of(windows, st.lists(records, max_size=16)),
+    st.one_of(
+        st.lists(proposed, min_size=1, max_size=40),
+        st.builds(
+            lambda calls, times: calls * times,
+            st.lists(proposed, min_size=1, max_size=3),
+            st.integers(1, 12),
+        ),
+    ),
+)
+def test_a_batch_is_judged_as_its_projection_written_out(
+    profile: str, history: list[CallRecord], batch: list[ProposedCall]
+) -> None:
+    cfg = CONFIGS[profile]
+    written = list(history)  # the projection written out: earlier calls appended as blocked
+    counts = Counter(record.args_fp for record in history)
+    pending = Pending(window(history, cfg.history_size))
+    for earlier, call in enumerate(batch):
+        expected = evaluate(written, call, cfg, counts, pending=earlier)
+        found = evaluate(history, call, cfg, counts, batch=pending)
+        assert found == expected, (earlier, call)
+        if expected is not None:
+            spent = loop_start(history, expected, call, pending)
+            assert spent == loop_start(written, expected, call)
+        written.append(CallRecord(tool=call.tool, args_fp=call.args_fp, outcome="veto"))
+        counts[call.args_fp] += 1
+        pending.add(call)
+
+
+def test_a_batch_of_identical_calls_is_blocked_at_the_critical_threshold() -> None:
+    """End to end through the scope: the 5th identical call of one batch is critical (the 4
+    before it count as blocked calls), so the whole batch is blocked."""
+    cfg = CONFIGS["default"]
+    state = ScopeState(history_size=cfg.history_size)
+    calls: list[tuple[ProposedCall, str | None]] = [
+        (ProposedCall(tool="read_file", args_fp=1), f"call_{n}") for n in range(8)
+    ]
+    decisions = state.ask_batch(calls, cfg)
+    assert {(d.verdict.action, d.verdict.detector, d.verdict.count) for d in decisions} == {
+        ("block", "generic_repeat", 5)
+    }
