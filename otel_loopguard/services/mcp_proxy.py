@@ -46,6 +46,7 @@ CONVERSATION_META_KEY = "loopguard/conversation"
 _ABORT_ERROR_CODE = -32001
 """The JSON-RPC error code of an abort answered as an error (``abort_as_error``)."""
 _PROPAGATOR = TraceContextTextMapPropagator()
+_RESERVED = "io.modelcontextprotocol/"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -105,6 +106,23 @@ class _Connections:
                 CONVERSATION_META_KEY,
             )
         return f"mcp-request-{uuid.uuid4().hex}"
+
+
+def _hop(meta: Any) -> dict[str, Any] | None:
+    """What of a request's ``_meta`` goes on to the MCP server: all but the keys that describe
+    the client's own connection to the proxy (``io.modelcontextprotocol/*``: its protocol
+    version, its capabilities), which the proxy's connection states for itself."""
+    if not meta:
+        return None
+    kept = {k: v for k, v in dict(meta).items() if not str(k).startswith(_RESERVED)}
+    return kept or None
+
+
+def _hopped(params: Any) -> Any:
+    """Request params with only the ``_meta`` that goes on (see :func:`_hop`)."""
+    if params is None or not getattr(params, "meta", None):
+        return params
+    return params.model_copy(update={"meta": _hop(params.meta)})
 
 
 def _session_id(ctx: ServerRequestContext[Any, Any]) -> str | None:
@@ -201,7 +219,7 @@ class _Proxy:
         answered ``isError`` with what happened (and logged)."""
         try:
             session = await self.upstream.session()
-            result = await session.call_tool(name, arguments, meta=meta or None)  # type: ignore[arg-type]  # the client's own _meta, passed on as sent
+            result = await session.call_tool(name, arguments, meta=_hop(meta))  # type: ignore[arg-type]  # an open map, as RequestParamsMeta is
         except MCPError as exc:
             if exc.code not in (types.CONNECTION_CLOSED, types.REQUEST_TIMEOUT):
                 # The server's own JSON-RPC error (an unknown tool, bad arguments): a failed
@@ -258,32 +276,32 @@ class _Proxy:
     async def list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return await _passed(self.upstream, lambda s: s.list_tools(params=params))
+        return await _passed(self.upstream, lambda s: s.list_tools(params=_hopped(params)))
 
     async def list_resources(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
-        return await _passed(self.upstream, lambda s: s.list_resources(params=params))
+        return await _passed(self.upstream, lambda s: s.list_resources(params=_hopped(params)))
 
     async def list_resource_templates(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
-        return await _passed(self.upstream, lambda s: s.list_resource_templates(params=params))
+        return await _passed(self.upstream, lambda s: s.list_resource_templates(params=_hopped(params)))
 
     async def read_resource(
         self, ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
     ) -> Any:
-        return await _passed(self.upstream, lambda s: s.read_resource(str(params.uri)))
+        return await _passed(self.upstream, lambda s: s.read_resource(str(params.uri), meta=_hop(params.meta)))
 
     async def list_prompts(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListPromptsResult:
-        return await _passed(self.upstream, lambda s: s.list_prompts(params=params))
+        return await _passed(self.upstream, lambda s: s.list_prompts(params=_hopped(params)))
 
     async def get_prompt(
         self, ctx: ServerRequestContext[Any, Any], params: types.GetPromptRequestParams
     ) -> Any:
-        return await _passed(self.upstream, lambda s: s.get_prompt(params.name, params.arguments))
+        return await _passed(self.upstream, lambda s: s.get_prompt(params.name, params.arguments, meta=_hop(params.meta)))
 
     async def complete(
         self, ctx: ServerRequestContext[Any, Any], params: types.CompleteRequestParams

@@ -58,7 +58,7 @@ def hang() -> str:
 def garbage() -> str:
     """Writes lines that are no JSON-RPC message, then answers."""
     _ran("garbage")
-    sys.stdout.write("this is not json\n{\"jsonrpc\": \"2.0\", \"nonsense\": 1}\n")
+    sys.stdout.write('this is not json\n{"jsonrpc": "2.0", "nonsense": 1}\n')
     sys.stdout.flush()
     return "answered after garbage"
 
@@ -84,7 +84,6 @@ def summarise(topic: str) -> str:
 
 if __name__ == "__main__":
     if len(sys.argv) > 2 and sys.argv[1] == "--http":
-        server.settings.port = int(sys.argv[2])  # type: ignore[attr-defined]
-        server.run("streamable-http")
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
     else:
         server.run("stdio")

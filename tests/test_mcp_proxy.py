@@ -1,0 +1,212 @@
+"""``otel-loopguard mcp-proxy`` with real parts: a real MCP server (``tests/mcp_proxy/
+upstream.py``, counting what really ran) behind the proxy, driven by MCP's Python client over
+stdio and over HTTP, two proxy processes on one real ``redis-server``, and hostile servers."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+
+from .mcp_proxy.rig import PROXY, UPSTREAM, environment, listening, ran, stdio_proxy
+from .redis_server import RedisServer, free_port
+
+ARGS = {"path": "notes.txt"}
+
+
+def _text(result: Any) -> str:
+    return "\n".join(part.text for part in result.content if hasattr(part, "text"))
+
+
+async def _calls(client: Client, n: int, tool: str = "read_file", **kw: Any) -> list[Any]:
+    return [await client.call_tool(tool, ARGS, **kw) for _ in range(n)]
+
+
+def test_the_11th_identical_call_carries_the_warning_and_the_21st_is_not_forwarded(
+    tmp_path: Path,
+) -> None:
+    counter = tmp_path / "ran"
+
+    async def run() -> list[Any]:
+        async with Client(stdio_proxy(counter)) as client:
+            return await _calls(client, 22)
+
+    results = anyio.run(run)
+    assert [r.is_error for r in results[:20]] == [False] * 20
+    assert "WARNING" not in _text(results[9])
+    assert _text(results[10]).startswith("the same contents")
+    assert "WARNING: read_file" in _text(results[10])
+    assert results[20].is_error
+    assert _text(results[20]).startswith("CRITICAL: read_file")
+    assert results[21].is_error
+    assert "run is stopped" in _text(results[21])
+    assert ran(counter, "read_file") == 20
+
+
+def test_after_an_abort_every_call_in_the_scope_answers_it_as_a_jsonrpc_error_when_asked(
+    tmp_path: Path,
+) -> None:
+    counter = tmp_path / "ran"
+
+    async def run() -> tuple[list[Any], list[MCPError]]:
+        async with Client(stdio_proxy(counter, "--abort-as-error")) as client:
+            results = await _calls(client, 21)
+            errors = []
+            for tool in ("read_file", "another_tool"):  # the abort, then any later call
+                with pytest.raises(MCPError) as raised:
+                    await client.call_tool(tool, ARGS)
+                errors.append(raised.value)
+            return results, errors
+
+    results, errors = anyio.run(run)
+    assert results[20].is_error  # the block: a result the model reads
+    assert ["run is stopped" in e.error.message for e in errors] == [True, True]
+    assert ran(counter, "read_file") == 20
+
+
+def test_a_loop_on_an_unknown_tool_is_stopped(tmp_path: Path) -> None:
+    counter = tmp_path / "ran"
+
+    async def run() -> list[Any]:
+        async with Client(stdio_proxy(counter)) as client:
+            out = []
+            for _ in range(12):
+                try:
+                    out.append(await client.call_tool("read_fiel", ARGS))
+                except MCPError as exc:  # a server may answer an unknown tool either way
+                    out.append(exc)
+            return out
+
+    answers = anyio.run(run)
+    stopped = [a for a in answers if not isinstance(a, MCPError) and "CRITICAL" in _text(a)]
+    assert stopped, answers
+    assert "read_fiel" in _text(stopped[0])
+    assert answers.index(stopped[0]) == 10  # after unknownToolThreshold (10) failures
+
+
+def test_lists_resources_and_prompts_pass_through_as_the_server_answers_them(
+    tmp_path: Path,
+) -> None:
+    counter = tmp_path / "ran"
+    from mcp import StdioServerParameters
+
+    direct = StdioServerParameters(
+        command=sys.executable, args=[str(UPSTREAM)], env=environment(counter)
+    )
+
+    async def seen(params: Any) -> dict[str, Any]:
+        async with Client(params) as client:
+            return {
+                "tools": (await client.list_tools()).model_dump(),
+                "resources": (await client.list_resources()).model_dump(),
+                "read": (await client.read_resource("notes://today")).model_dump(),
+                "prompts": (await client.list_prompts()).model_dump(),
+                "prompt": (await client.get_prompt("summarise", {"topic": "x"})).model_dump(),
+            }
+
+    assert anyio.run(seen, stdio_proxy(counter)) == anyio.run(seen, direct)
+
+
+@pytest.mark.parametrize(
+    ("tool", "said"),
+    [
+        ("crash", "exited (status 3)"),
+        ("hang", "did not answer within 2 s"),
+        ("huge", "sent a message over"),
+    ],
+)
+def test_a_hostile_server_gets_a_clear_error_and_the_proxy_keeps_serving(
+    tool: str, said: str, tmp_path: Path
+) -> None:
+    counter = tmp_path / "ran"
+
+    async def run() -> tuple[Any, Any]:
+        async with Client(stdio_proxy(counter, "--timeout", "2")) as client:
+            failed = await client.call_tool(tool, {})
+            after = await client.call_tool("read_file", ARGS)
+            return failed, after
+
+    failed, after = anyio.run(run)
+    assert failed.is_error
+    assert "otel-loopguard mcp-proxy" in _text(failed)
+    assert said in _text(failed)
+    assert not after.is_error
+    assert _text(after) == "the same contents"
+
+
+def test_lines_that_are_no_json_rpc_are_skipped(tmp_path: Path) -> None:
+    counter = tmp_path / "ran"
+
+    async def run() -> Any:
+        async with Client(stdio_proxy(counter)) as client:
+            return await client.call_tool("garbage", {})
+
+    result = anyio.run(run)
+    assert not result.is_error
+    assert _text(result) == "answered after garbage"
+
+
+def test_two_proxy_processes_on_one_redis_server_share_one_count(tmp_path: Path) -> None:
+    server = RedisServer()
+    server.start()
+    try:
+        config = tmp_path / "loopguard.json"
+        config.write_text(json.dumps({"enabled": True, "store": {"url": server.url}}))
+        counter = tmp_path / "ran"
+        meta = {"loopguard/conversation": "conversation-42"}
+
+        async def run() -> list[Any]:
+            first = stdio_proxy(counter, "--config", str(config))
+            second = stdio_proxy(counter, "--config", str(config))
+            async with Client(first) as one, Client(second) as two:
+                results = await _calls(one, 10, meta=meta)
+                return results + await _calls(two, 11, meta=meta)
+
+        results = anyio.run(run)
+    finally:
+        server.close()
+    assert "WARNING" in _text(results[10])  # the 11th, through the second proxy
+    assert results[20].is_error
+    assert _text(results[20]).startswith("CRITICAL")
+    assert ran(counter, "read_file") == 20
+
+
+def test_an_http_upstream_behind_a_proxy_clients_reach_over_http(tmp_path: Path) -> None:
+    counter = tmp_path / "ran"
+    env = environment(counter)
+    upstream_port, proxy_port = free_port(), free_port()
+    upstream = [sys.executable, str(UPSTREAM), "--http", str(upstream_port)]
+    url = f"http://127.0.0.1:{upstream_port}/mcp"
+    proxy = [*PROXY, "--upstream", url, "--listen", f"127.0.0.1:{proxy_port}"]
+    with listening(upstream, env, "Uvicorn running"), listening(proxy, env, "listening on"):
+
+        async def run() -> list[Any]:
+            # A 2026-07-28 client over HTTP has no session: its calls name their conversation.
+            meta = {"loopguard/conversation": "over-http"}
+            async with Client(f"http://127.0.0.1:{proxy_port}/mcp") as client:
+                return await _calls(client, 21, meta=meta)
+
+        results = anyio.run(run)
+    assert "WARNING: read_file" in _text(results[10])
+    assert results[20].is_error
+    assert ran(counter, "read_file") == 20
+
+
+def test_listening_beyond_loopback_without_a_token_is_refused(tmp_path: Path) -> None:
+    import subprocess
+
+    done = subprocess.run(
+        [*PROXY, "--listen", "0.0.0.0:0", "--", sys.executable, str(UPSTREAM)],
+        env=environment(tmp_path / "ran"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "needs a bearer token" in done.stderr
