@@ -5,6 +5,9 @@ stdio and over HTTP, two proxy processes on one real ``redis-server``, and hosti
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -199,8 +202,6 @@ def test_an_http_upstream_behind_a_proxy_clients_reach_over_http(tmp_path: Path)
 
 
 def test_listening_beyond_loopback_without_a_token_is_refused(tmp_path: Path) -> None:
-    import subprocess
-
     done = subprocess.run(
         [*PROXY, "--listen", "0.0.0.0:0", "--", sys.executable, str(UPSTREAM)],
         env=environment(tmp_path / "ran"),
@@ -210,3 +211,61 @@ def test_listening_beyond_loopback_without_a_token_is_refused(tmp_path: Path) ->
     )
     assert done.returncode == 2
     assert "needs a bearer token" in done.stderr
+
+
+TS_SDK_VERSION = "1.32.2"
+"""``@modelcontextprotocol/sdk`` from npm: MCP's official TypeScript SDK (``.ci/run`` has npm)."""
+
+
+def _ts_sdk() -> Path:
+    """The SDK's directory, installed once into a cache directory."""
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        if os.environ.get("CI"):
+            pytest.fail("node and npm are needed for the TypeScript client test (.ci/run)")
+        pytest.skip("node and npm are not installed (CI installs them)")
+    root = Path(
+        os.environ.get("OTEL_LOOPGUARD_MCP_SDK_DIR")
+        or Path.home() / ".cache" / "otel-loopguard" / f"mcp-sdk-{TS_SDK_VERSION}"
+    )
+    package = root / "node_modules" / "@modelcontextprotocol" / "sdk"
+    manifest = package / "package.json"
+    if not (manifest.exists() and json.loads(manifest.read_text())["version"] == TS_SDK_VERSION):
+        root.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            [
+                str(shutil.which("npm")),
+                "install",
+                "--ignore-scripts",
+                "--no-audit",
+                "--no-fund",
+                "--loglevel=error",
+                "--prefix",
+                str(root),
+                f"@modelcontextprotocol/sdk@{TS_SDK_VERSION}",
+            ],
+            check=True,
+            capture_output=True,
+            timeout=900,
+        )
+    return package
+
+
+def test_the_official_typescript_sdk_client_is_guarded_the_same(tmp_path: Path) -> None:
+    sdk = _ts_sdk()
+    counter = tmp_path / "ran"
+    script = Path(__file__).resolve().parent / "mcp_proxy" / "ts_client.mjs"
+    proxy = [*PROXY, "--", sys.executable, str(UPSTREAM)]
+    done = subprocess.run(
+        ["node", str(script), str(sdk), "21", *proxy],
+        env={**os.environ, **environment(counter)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = [json.loads(line) for line in done.stdout.splitlines()]
+    assert len(results) == 21
+    assert "WARNING: read_file" in results[10]["text"]
+    assert results[20]["isError"]
+    assert results[20]["text"].startswith("CRITICAL: read_file")
+    assert ran(counter, "read_file") == 20

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import mcp.types as types
+from mcp.client.session import ClientSession
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
@@ -47,6 +49,7 @@ _ABORT_ERROR_CODE = -32001
 """The JSON-RPC error code of an abort answered as an error (``abort_as_error``)."""
 _PROPAGATOR = TraceContextTextMapPropagator()
 _RESERVED = "io.modelcontextprotocol/"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -108,14 +111,14 @@ class _Connections:
         return f"mcp-request-{uuid.uuid4().hex}"
 
 
-def _hop(meta: Any) -> dict[str, Any] | None:
+def _hop(meta: Any) -> types.RequestParamsMeta | None:
     """What of a request's ``_meta`` goes on to the MCP server: all but the keys that describe
     the client's own connection to the proxy (``io.modelcontextprotocol/*``: its protocol
     version, its capabilities), which the proxy's connection states for itself."""
     if not meta:
         return None
     kept = {k: v for k, v in dict(meta).items() if not str(k).startswith(_RESERVED)}
-    return kept or None
+    return cast("types.RequestParamsMeta", kept) if kept else None
 
 
 def _hopped(params: Any) -> Any:
@@ -219,7 +222,7 @@ class _Proxy:
         answered ``isError`` with what happened (and logged)."""
         try:
             session = await self.upstream.session()
-            result = await session.call_tool(name, arguments, meta=_hop(meta))  # type: ignore[arg-type]  # an open map, as RequestParamsMeta is
+            result = await session.call_tool(name, arguments, meta=_hop(meta))
         except MCPError as exc:
             if exc.code not in (types.CONNECTION_CLOSED, types.REQUEST_TIMEOUT):
                 # The server's own JSON-RPC error (an unknown tool, bad arguments): a failed
@@ -286,12 +289,16 @@ class _Proxy:
     async def list_resource_templates(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
-        return await _passed(self.upstream, lambda s: s.list_resource_templates(params=_hopped(params)))
+        return await _passed(
+            self.upstream, lambda s: s.list_resource_templates(params=_hopped(params))
+        )
 
     async def read_resource(
         self, ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
     ) -> Any:
-        return await _passed(self.upstream, lambda s: s.read_resource(str(params.uri), meta=_hop(params.meta)))
+        return await _passed(
+            self.upstream, lambda s: s.read_resource(str(params.uri), meta=_hop(params.meta))
+        )
 
     async def list_prompts(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
@@ -301,18 +308,22 @@ class _Proxy:
     async def get_prompt(
         self, ctx: ServerRequestContext[Any, Any], params: types.GetPromptRequestParams
     ) -> Any:
-        return await _passed(self.upstream, lambda s: s.get_prompt(params.name, params.arguments, meta=_hop(params.meta)))
+        return await _passed(
+            self.upstream,
+            lambda s: s.get_prompt(params.name, params.arguments, meta=_hop(params.meta)),
+        )
 
     async def complete(
         self, ctx: ServerRequestContext[Any, Any], params: types.CompleteRequestParams
     ) -> types.CompleteResult:
+        context = params.context.arguments if params.context is not None else None
         return await _passed(
             self.upstream,
-            lambda s: s.complete(params.ref, params.argument.model_dump(), params.context),  # type: ignore[arg-type]  # the same model, as sent
+            lambda s: s.complete(params.ref, params.argument.model_dump(), context),
         )
 
 
-async def _passed(upstream: Upstream, request: Any) -> Any:
+async def _passed(upstream: Upstream, request: Callable[[ClientSession], Awaitable[T]]) -> T:
     """The MCP server's answer to one request, or its error as a JSON-RPC error."""
     try:
         session = await upstream.session()
