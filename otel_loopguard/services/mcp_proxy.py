@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
+import anyio
 import mcp.types as types
 from mcp.client.session import ClientSession
 from mcp.server.context import ServerRequestContext
@@ -222,7 +223,9 @@ class _Proxy:
         answered ``isError`` with what happened (and logged)."""
         try:
             session = await self.upstream.session()
-            result = await session.call_tool(name, arguments, meta=_hop(meta))
+            result = await session.call_tool(
+                name, arguments, read_timeout_seconds=self.upstream.timeout, meta=_hop(meta)
+            )
         except MCPError as exc:
             if exc.code not in (types.CONNECTION_CLOSED, types.REQUEST_TIMEOUT):
                 # The server's own JSON-RPC error (an unknown tool, bad arguments): a failed
@@ -327,9 +330,15 @@ async def _passed(upstream: Upstream, request: Callable[[ClientSession], Awaitab
     """The MCP server's answer to one request, or its error as a JSON-RPC error."""
     try:
         session = await upstream.session()
-        return await request(session)
+        with anyio.fail_after(upstream.timeout):
+            return await request(session)
     except MCPError:
         raise
+    except TimeoutError:
+        message = f"{upstream.describe} did not answer within {upstream.timeout:g} s (--timeout)"
+        _logger.error("mcp-proxy: %s", message)
+        upstream.restart(message)
+        raise MCPError(types.REQUEST_TIMEOUT, f"otel-loopguard mcp-proxy: {message}") from None
     except Exception as exc:
         _logger.error("mcp-proxy: %s failed a request: %s", upstream.describe, exc)
         raise MCPError(

@@ -24,7 +24,15 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 
-__all__ = ["DEFAULT_TIMEOUT", "MAX_MESSAGE_BYTES", "Link", "Upstream", "http_link", "stdio_link"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "MAX_MESSAGE_BYTES",
+    "START_TIMEOUT",
+    "Link",
+    "Upstream",
+    "http_link",
+    "stdio_link",
+]
 
 _logger = logging.getLogger("otel_loopguard")
 
@@ -32,6 +40,8 @@ MAX_MESSAGE_BYTES = 16 << 20
 """The largest message read from the MCP server (16 MiB): a larger one ends its connection."""
 DEFAULT_TIMEOUT = 60.0
 """Seconds the MCP server has to answer one request before the client is told it did not."""
+START_TIMEOUT = 120.0
+"""Seconds the MCP server has to start and answer ``initialize`` (``npx`` may download it)."""
 _CHUNK = 1 << 16
 _EXIT_GRACE = 2.0
 """Seconds a stopped server gets to exit after its stdin closes, before it is killed."""
@@ -272,10 +282,9 @@ class Upstream:
         try:
             async with self._connect() as link:
                 self._link = link
-                async with ClientSession(
-                    link.read, link.write, read_timeout_seconds=self.timeout
-                ) as session:
-                    with anyio.fail_after(self.timeout):
+                # Each request's own timeout is the proxy's (``timeout``); starting may be slower.
+                async with ClientSession(link.read, link.write) as session:
+                    with anyio.fail_after(START_TIMEOUT):
                         self.initialized = await session.initialize()
                     self._session = session
                     started = True
@@ -284,7 +293,14 @@ class Upstream:
                     _logger.error("mcp-proxy: %s; it starts again at the next call", link.reason)
         except Exception as exc:
             if not started:
-                raise
+                raise _first(exc) from None
             _logger.error("mcp-proxy: the connection to %s failed: %s", self.describe, exc)
         finally:
             self._session = None
+
+
+def _first(exc: BaseException) -> BaseException:
+    """The first error inside (nested) exception groups: the one worth naming."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
