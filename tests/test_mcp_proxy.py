@@ -18,6 +18,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from .mcp_proxy.rig import PROXY, UPSTREAM, environment, listening, ran, stdio_proxy
+from .otlp_receiver import OtlpReceiver
 from .redis_server import RedisServer, free_port
 
 ARGS = {"path": "notes.txt"}
@@ -269,3 +270,63 @@ def test_the_official_typescript_sdk_client_is_guarded_the_same(tmp_path: Path) 
     assert results[20]["isError"]
     assert results[20]["text"].startswith("CRITICAL: read_file")
     assert ran(counter, "read_file") == 20
+
+
+def test_each_call_is_a_span_continuing_the_callers_trace_with_no_content(tmp_path: Path) -> None:
+    trace_id, parent_id = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+    meta = {"traceparent": f"00-{trace_id}-{parent_id}-01"}
+    secret = {"path": "secret-notes.txt"}
+    with OtlpReceiver() as receiver:
+        params = stdio_proxy(tmp_path / "ran")
+        assert params.env is not None
+        params.env |= {
+            "OTEL_TRACES_EXPORTER": "otlp_proto_http",
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": receiver.endpoint,
+            "OTEL_METRICS_EXPORTER": "none",
+        }
+
+        async def run() -> list[Any]:
+            async with Client(params) as client:
+                return [await client.call_tool("read_file", secret, meta=meta) for _ in range(11)]
+
+        results = anyio.run(run)  # the proxy flushes its spans as it exits
+        spans = [s for s in receiver.spans if s.name == "tools/call read_file"]
+    assert "WARNING" in _text(results[10])  # scoped by the trace
+    assert len(spans) == 11
+    for span in spans:
+        assert span.trace_id.hex() == trace_id
+        assert span.parent_span_id.hex() == parent_id
+        attributes = {a.key: a.value.string_value for a in span.attributes}
+        assert attributes["gen_ai.operation.name"] == "execute_tool"
+        assert attributes["gen_ai.tool.name"] == "read_file"
+        assert attributes["mcp.method.name"] == "tools/call"
+        assert attributes["jsonrpc.request.id"]
+        shown = str(span)
+        assert "secret-notes" not in shown
+        assert "the same contents" not in shown
+    warned = [s for s in spans if any(e.name == "loopguard.loop_detected" for e in s.events)]
+    assert len(warned) == 1
+
+
+def test_without_the_mcp_extra_the_command_says_what_to_install(tmp_path: Path) -> None:
+    blocked = "import sys; sys.modules['mcp'] = None; from otel_loopguard.cli.main import main; "
+    done = subprocess.run(
+        [sys.executable, "-c", blocked + "raise SystemExit(main(['mcp-proxy', '--', 'x']))"],
+        env={**os.environ, **environment(tmp_path / "ran")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert 'pip install -e ".[mcp]"' in done.stderr
+
+
+def test_listening_with_a_token_refuses_a_request_without_it(tmp_path: Path) -> None:
+    import httpx2
+
+    port = free_port()
+    env = {**environment(tmp_path / "ran"), "OTEL_LOOPGUARD_TOKEN": "a-token-of-enough-length"}
+    proxy = [*PROXY, "--listen", f"127.0.0.1:{port}", "--", sys.executable, str(UPSTREAM)]
+    with listening(proxy, env, "listening on"):
+        refused = httpx2.post(f"http://127.0.0.1:{port}/mcp", json={}, timeout=30)
+    assert refused.status_code == 401
