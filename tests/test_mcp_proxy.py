@@ -330,3 +330,38 @@ def test_listening_with_a_token_refuses_a_request_without_it(tmp_path: Path) -> 
     with listening(proxy, env, "listening on"):
         refused = httpx2.post(f"http://127.0.0.1:{port}/mcp", json={}, timeout=30)
     assert refused.status_code == 401
+
+
+def _config(tmp_path: Path, block: dict[str, Any]) -> str:
+    path = tmp_path / "loopguard.json"
+    path.write_text(json.dumps(block))
+    return str(path)
+
+
+def test_a_tool_calls_budget_stops_the_scope(tmp_path: Path) -> None:
+    config = _config(tmp_path, {"enabled": True, "budget": {"toolCalls": 5}})
+
+    async def run() -> list[Any]:
+        async with Client(stdio_proxy(tmp_path / "ran", "--config", config)) as client:
+            return [await client.call_tool("read_file", {"path": f"f{i}"}) for i in range(7)]
+
+    results = anyio.run(run)
+    assert [r.is_error for r in results] == [False] * 5 + [True, True]
+    assert "5 tool calls" in _text(results[5])
+    assert ran(tmp_path / "ran", "read_file") == 5
+
+
+def test_a_seconds_budget_counts_the_scopes_calls_time(tmp_path: Path) -> None:
+    # The hang tool holds its call until the proxy's --timeout (2 s): past the 1 s budget.
+    config = _config(tmp_path, {"enabled": True, "budget": {"seconds": 1}})
+    params = stdio_proxy(tmp_path / "ran", "--config", config, "--timeout", "2")
+
+    async def run() -> tuple[Any, Any]:
+        async with Client(params) as client:
+            return await client.call_tool("hang", {}), await client.call_tool("read_file", ARGS)
+
+    hung, stopped = anyio.run(run)
+    assert hung.is_error
+    assert stopped.is_error
+    assert "seconds" in _text(stopped)
+    assert ran(tmp_path / "ran", "read_file") == 0

@@ -15,6 +15,7 @@ Scope of a call, first that applies: the trace of ``_meta.traceparent``; the cli
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -179,7 +180,11 @@ class _Proxy:
                 return self._refused(verdict)
             if self.options.capture_content:
                 span.set_attribute("gen_ai.tool.call.arguments", to_attribute(arguments))
-            result = await self._forward(span, name, arguments, meta, call_id)
+            started = time.time()
+            try:
+                result = await self._forward(span, name, arguments, meta, call_id)
+            finally:
+                self.guard.runtime.ran(started, time.time())  # the ``seconds`` budget
             if verdict.level == "warning" and (
                 self.guard.runtime.config_for_current().warnings_to_model
             ):
