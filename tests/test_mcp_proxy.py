@@ -365,3 +365,17 @@ def test_a_seconds_budget_counts_the_scopes_calls_time(tmp_path: Path) -> None:
     assert stopped.is_error
     assert "seconds" in _text(stopped)
     assert ran(tmp_path / "ran", "read_file") == 0
+
+
+def test_a_ping_pong_between_two_calls_is_warned_then_blocked(tmp_path: Path) -> None:
+    async def run() -> list[Any]:
+        async with Client(stdio_proxy(tmp_path / "ran")) as client:
+            paths = ["a.txt", "b.txt"]
+            return [await client.call_tool("read_file", {"path": paths[i % 2]}) for i in range(20)]
+
+    results = anyio.run(run)
+    assert "WARNING: alternating between read_file and read_file" in _text(results[9])
+    assert "alternating" not in _text(results[8])
+    assert results[19].is_error
+    assert "Stop alternating" in _text(results[19])
+    assert ran(tmp_path / "ran", "read_file") == 19
