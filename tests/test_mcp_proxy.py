@@ -1,6 +1,8 @@
 """``otel-loopguard mcp-proxy`` with real parts: a real MCP server (``tests/mcp_proxy/
 upstream.py``, counting what really ran) behind the proxy, driven by MCP's Python client over
-stdio and over HTTP, two proxy processes on one real ``redis-server``, and hostile servers."""
+stdio and over HTTP, MCP's TypeScript client, two proxy processes on one real ``redis-server``,
+and hostile servers. Skipped where MCP's SDK is not installed (CI's oldest-SDK leg: it needs
+opentelemetry-api 1.28 or later)."""
 
 from __future__ import annotations
 
@@ -12,8 +14,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
+
+pytest.importorskip("mcp")
+
+import anyio
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
@@ -118,20 +123,20 @@ def test_lists_resources_and_prompts_pass_through_as_the_server_answers_them(
 
 
 @pytest.mark.parametrize(
-    ("tool", "said"),
+    ("tool", "timeout", "said"),
     [
-        ("crash", "exited (status 3)"),
-        ("hang", "did not answer within 2 s"),
-        ("huge", "sent a message over"),
+        ("crash", "120", "exited (status 3)"),
+        ("hang", "2", "did not answer within 2 s"),  # the proxy's timeout is what is tested
+        ("huge", "120", "sent a message over 16777216 bytes"),
     ],
 )
 def test_a_hostile_server_gets_a_clear_error_and_the_proxy_keeps_serving(
-    tool: str, said: str, tmp_path: Path
+    tool: str, timeout: str, said: str, tmp_path: Path
 ) -> None:
     counter = tmp_path / "ran"
 
     async def run() -> tuple[Any, Any]:
-        async with Client(stdio_proxy(counter, "--timeout", "2")) as client:
+        async with Client(stdio_proxy(counter, "--timeout", timeout)) as client:
             failed = await client.call_tool(tool, {})
             after = await client.call_tool("read_file", ARGS)
             return failed, after
@@ -379,3 +384,17 @@ def test_a_ping_pong_between_two_calls_is_warned_then_blocked(tmp_path: Path) ->
     assert results[19].is_error
     assert "Stop alternating" in _text(results[19])
     assert ran(tmp_path / "ran", "read_file") == 19
+
+
+@pytest.mark.parametrize(
+    ("given", "enabled"),
+    [({}, True), ({"enabled": False}, False), ({"enabled": True, "scope": "trace"}, True)],
+)
+def test_the_proxy_scopes_calls_itself_and_turns_detection_on_unless_told(
+    given: dict[str, Any], enabled: bool
+) -> None:
+    from otel_loopguard.services.mcp_proxy import proxy_config
+
+    block = proxy_config(given).loop_detection
+    assert block.scope == "conversation"
+    assert block.enabled is enabled

@@ -83,10 +83,9 @@ def proxy_config(source: ConfigSource | None) -> LoopGuardConfig:
     update: dict[str, Any] = {"scope": "conversation"}
     if block.enabled is None:
         update["enabled"] = True
-    tools = (config.tools or type(config).from_block(block).tools).model_copy(  # type: ignore[union-attr]  # from_block always has tools
-        update={"loop_detection": block.model_copy(update=update)}
-    )
-    return config.model_copy(update={"tools": tools})
+    # ``tools`` holds only the loopDetection block: the agents' overrides stay as they are.
+    guarded = LoopGuardConfig.from_block(block.model_copy(update=update))
+    return config.model_copy(update={"tools": guarded.tools})
 
 
 class _Connections:
@@ -98,7 +97,7 @@ class _Connections:
         self._own = f"mcp-connection-{uuid.uuid4().hex}" if stdio else None
         self._warned = False
 
-    def of(self, ctx: ServerRequestContext[Any, Any], session: str | None) -> str:
+    def of(self, session: str | None) -> str:
         if self._own is not None:
             return self._own
         if session is not None:
@@ -155,7 +154,7 @@ class _Proxy:
         meta: dict[str, Any] = dict(ctx.meta or {})
 
         session = _session_id(ctx)
-        connection = self.connections.of(ctx, session)
+        connection = self.connections.of(session)
         call_id = bounded(f"{connection}:{ctx.request_id}")
         parent, attributes = self._placement(meta, connection, session)
         attributes.update(
@@ -164,7 +163,7 @@ class _Proxy:
                 "gen_ai.operation.name": "execute_tool",
                 "gen_ai.tool.name": name,
                 "gen_ai.tool.call.id": call_id,
-                "jsonrpc.request.id": str(ctx.request_id),
+                "jsonrpc.request.id": bounded(str(ctx.request_id)),
                 "mcp.protocol.version": ctx.protocol_version,
                 "network.transport": self.options.transport,
             }
@@ -245,7 +244,7 @@ class _Proxy:
                 f"otel-loopguard mcp-proxy: {self.upstream.describe} gave no valid answer to "
                 f"tools/call {name!r} ({type(exc).__name__})"
             )
-            _logger.error("mcp-proxy: %s: %s", message, exc)
+            _logger.error("%s: %s", message, exc)
             self._failed(span, name, call_id, message, "upstream_invalid")
             return error_result(message)
         if not isinstance(result, types.CallToolResult):
@@ -271,7 +270,7 @@ class _Proxy:
             f"otel-loopguard mcp-proxy: {self.upstream.describe} {reason}. The call was not "
             "completed; the proxy starts the server again at the next call."
         )
-        _logger.error("mcp-proxy: %s", message)
+        # Logged once, by the upstream, as its connection ends (and is made again).
         if exc.code == types.REQUEST_TIMEOUT:
             self.upstream.restart(f"{self.upstream.describe} {reason}")
         return message
@@ -341,8 +340,7 @@ async def _passed(upstream: Upstream, request: Callable[[ClientSession], Awaitab
         raise
     except TimeoutError:
         message = f"{upstream.describe} did not answer within {upstream.timeout:g} s (--timeout)"
-        _logger.error("mcp-proxy: %s", message)
-        upstream.restart(message)
+        upstream.restart(message)  # logged by the upstream as its connection ends
         raise MCPError(types.REQUEST_TIMEOUT, f"otel-loopguard mcp-proxy: {message}") from None
     except Exception as exc:
         _logger.error("mcp-proxy: %s failed a request: %s", upstream.describe, exc)
