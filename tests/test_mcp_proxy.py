@@ -207,6 +207,23 @@ def test_an_http_upstream_behind_a_proxy_clients_reach_over_http(tmp_path: Path)
     assert ran(counter, "read_file") == 20
 
 
+def test_over_http_a_clients_session_is_its_scope(tmp_path: Path) -> None:
+    counter = tmp_path / "ran"
+    port = free_port()
+    proxy = [*PROXY, "--listen", f"127.0.0.1:{port}", "--", sys.executable, str(UPSTREAM)]
+    with listening(proxy, environment(counter), "listening on"):
+
+        async def run(n: int) -> list[Any]:
+            # The handshake era: the proxy gives the client an Mcp-Session-Id.
+            async with Client(f"http://127.0.0.1:{port}/mcp", mode="legacy") as client:
+                return await _calls(client, n)
+
+        first = anyio.run(run, 11)
+        second = anyio.run(run, 1)  # another session: a scope of its own
+    assert "WARNING: read_file" in _text(first[10])
+    assert "WARNING" not in _text(second[0])
+
+
 def test_listening_beyond_loopback_without_a_token_is_refused(tmp_path: Path) -> None:
     done = subprocess.run(
         [*PROXY, "--listen", "0.0.0.0:0", "--", sys.executable, str(UPSTREAM)],
