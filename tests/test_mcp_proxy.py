@@ -149,6 +149,21 @@ def test_a_hostile_server_gets_a_clear_error_and_the_proxy_keeps_serving(
     assert _text(after) == "the same contents"
 
 
+def test_the_servers_progress_reaches_the_client(tmp_path: Path) -> None:
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def progress(value: float, total: float | None, message: str | None) -> None:
+        seen.append((value, total, message))
+
+    async def run() -> Any:
+        async with Client(stdio_proxy(tmp_path / "ran")) as client:
+            return await client.call_tool("slow", {}, progress_callback=progress)
+
+    result = anyio.run(run)
+    assert _text(result) == "finished"
+    assert seen == [(1, 2, "half way"), (2, 2, "done")]
+
+
 def test_lines_that_are_no_json_rpc_are_skipped(tmp_path: Path) -> None:
     counter = tmp_path / "ran"
 

@@ -26,6 +26,7 @@ import mcp.types as types
 from mcp.client.session import ClientSession
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
+from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from opentelemetry import trace
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
@@ -115,10 +116,15 @@ class _Connections:
 def _hop(meta: Any) -> types.RequestParamsMeta | None:
     """What of a request's ``_meta`` goes on to the MCP server: all but the keys that describe
     the client's own connection to the proxy (``io.modelcontextprotocol/*``: its protocol
-    version, its capabilities), which the proxy's connection states for itself."""
+    version, its capabilities; its ``progressToken``), which the proxy's connection states for
+    itself."""
     if not meta:
         return None
-    kept = {k: v for k, v in dict(meta).items() if not str(k).startswith(_RESERVED)}
+    kept = {
+        k: v
+        for k, v in dict(meta).items()
+        if not str(k).startswith(_RESERVED) and k != "progressToken"  # the proxy's own, per hop
+    }
     return cast("types.RequestParamsMeta", kept) if kept else None
 
 
@@ -181,7 +187,9 @@ class _Proxy:
                 span.set_attribute("gen_ai.tool.call.arguments", to_attribute(arguments))
             started = time.time()
             try:
-                result = await self._forward(span, name, arguments, meta, call_id)
+                # The server's progress, reported to the client (when it asked for progress).
+                progress = ctx.session.report_progress
+                result = await self._forward(span, name, arguments, meta, call_id, progress)
             finally:
                 self.guard.runtime.ran(started, time.time())  # the ``seconds`` budget
             if verdict.level == "warning" and (
@@ -222,13 +230,18 @@ class _Proxy:
         arguments: dict[str, Any],
         meta: dict[str, Any],
         call_id: str,
+        progress: ProgressFnT,
     ) -> types.CallToolResult:
         """The MCP server's answer, its outcome recorded; a failure of the server itself is
         answered ``isError`` with what happened (and logged)."""
         try:
             session = await self.upstream.session()
             result = await session.call_tool(
-                name, arguments, read_timeout_seconds=self.upstream.timeout, meta=_hop(meta)
+                name,
+                arguments,
+                read_timeout_seconds=self.upstream.timeout,
+                progress_callback=progress,
+                meta=_hop(meta),
             )
         except MCPError as exc:
             if exc.code not in (types.CONNECTION_CLOSED, types.REQUEST_TIMEOUT):

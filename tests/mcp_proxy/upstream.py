@@ -11,7 +11,7 @@ import os
 import sys
 import threading
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 
 HUGE_BYTES = 100 << 20
 
@@ -37,6 +37,15 @@ def fail(path: str) -> str:
     """Always fails (an isError result)."""
     _ran("fail")
     raise ValueError("disk on fire")
+
+
+@server.tool()
+async def slow(ctx: Context) -> str:
+    """Reports its progress twice, then answers."""
+    _ran("slow")
+    await ctx.report_progress(1, 2, "half way")
+    await ctx.report_progress(2, 2, "done")
+    return "finished"
 
 
 @server.tool()
