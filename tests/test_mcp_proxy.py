@@ -239,6 +239,19 @@ def test_over_http_a_clients_session_is_its_scope(tmp_path: Path) -> None:
     assert "WARNING" not in _text(second[0])
 
 
+def test_a_server_that_cannot_start_is_named_and_the_proxy_exits_2(tmp_path: Path) -> None:
+    missing = str(tmp_path / "no-such-server")
+    done = subprocess.run(
+        [*PROXY, "--", missing],
+        env={**os.environ, **environment(tmp_path / "ran")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert f"the MCP server {missing!r} did not start: FileNotFoundError" in done.stderr
+
+
 def test_listening_beyond_loopback_without_a_token_is_refused(tmp_path: Path) -> None:
     done = subprocess.run(
         [*PROXY, "--listen", "0.0.0.0:0", "--", sys.executable, str(UPSTREAM)],

@@ -39,7 +39,7 @@ from ..guard import LoopGuard
 from ..integrations.mcp_results import dump, error_result, outcome_of, with_warning
 from ..tool import to_attribute
 from ._base import trace_scope_of
-from .mcp_upstream import Upstream
+from .mcp_upstream import Upstream, described
 
 __all__ = ["CONVERSATION_META_KEY", "ProxyOptions", "build_server", "proxy_config"]
 
@@ -257,7 +257,7 @@ class _Proxy:
                 f"otel-loopguard mcp-proxy: {self.upstream.describe} gave no valid answer to "
                 f"tools/call {name!r} ({type(exc).__name__})"
             )
-            _logger.error("%s: %s", message, exc)
+            _logger.error("%s: %s", message, described(exc))
             self._failed(span, name, call_id, message, "upstream_invalid")
             return error_result(message)
         if not isinstance(result, types.CallToolResult):
@@ -356,7 +356,7 @@ async def _passed(upstream: Upstream, request: Callable[[ClientSession], Awaitab
         upstream.restart(message)  # logged by the upstream as its connection ends
         raise MCPError(types.REQUEST_TIMEOUT, f"otel-loopguard mcp-proxy: {message}") from None
     except Exception as exc:
-        _logger.error("mcp-proxy: %s failed a request: %s", upstream.describe, exc)
+        _logger.error("mcp-proxy: %s failed a request: %s", upstream.describe, described(exc))
         raise MCPError(
             types.INTERNAL_ERROR, f"otel-loopguard mcp-proxy: {upstream.describe} failed"
         ) from None

@@ -25,7 +25,7 @@ from ._base import (
 )
 from ._telemetry import service_guard
 from .mcp_proxy import ProxyOptions, build_server, proxy_config
-from .mcp_upstream import Connect, Upstream, http_link, stdio_link
+from .mcp_upstream import Connect, Upstream, described, http_link, stdio_link
 
 __all__ = ["run"]
 
@@ -95,7 +95,7 @@ async def _main(args: argparse.Namespace) -> None:
             running = upstream.running()
             await running.__aenter__()
         except Exception as exc:
-            raise ServiceError(f"{upstream.describe} did not start: {exc}") from None
+            raise ServiceError(f"{upstream.describe} did not start: {described(exc)}") from None
         try:
             server = build_server(upstream, telemetry.guard, options)
             if listen is None:

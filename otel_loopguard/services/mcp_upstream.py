@@ -23,6 +23,7 @@ import mcp.types as types
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -30,6 +31,7 @@ __all__ = [
     "START_TIMEOUT",
     "Link",
     "Upstream",
+    "described",
     "http_link",
     "stdio_link",
 ]
@@ -294,9 +296,23 @@ class Upstream:
         except Exception as exc:
             if not started:
                 raise _first(exc) from None
-            _logger.error("mcp-proxy: the connection to %s failed: %s", self.describe, exc)
+            _logger.error(
+                "mcp-proxy: the connection to %s failed: %s", self.describe, described(exc)
+            )
         finally:
             self._session = None
+
+
+def described(exc: BaseException) -> str:
+    """An error, said without the values it may quote (a validation error of a result quotes
+    the result): its type, and for a validation error where in the message it was."""
+    exc = _first(exc)
+    if isinstance(exc, ValidationError):
+        where = ", ".join(".".join(str(p) for p in e["loc"]) or "(message)" for e in exc.errors())
+        return f"{exc.error_count()} validation error(s) at {where[:300]}"
+    if isinstance(exc, OSError | httpx2.HTTPError | anyio.BrokenResourceError | TimeoutError):
+        return f"{type(exc).__name__}: {exc}"[:300]
+    return type(exc).__name__
 
 
 def _first(exc: BaseException) -> BaseException:
