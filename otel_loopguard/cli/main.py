@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from ..config.loading import ConfigError, load_config
 from ..recorded.otlp_file import OtlpFileError, OtlpJsonFileExporter
-from . import replay, serve, validate
+from . import mcp_proxy, replay, serve, validate
 from .demo import DEMO_CONFIG, SCENARIOS, run_scenario
 
 if TYPE_CHECKING:
@@ -133,6 +133,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     replay.add_parser(commands)
     serve.add_parsers(commands)
+    mcp_proxy.add_parser(commands)
     return parser
 
 
@@ -334,6 +335,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _demo(args)
         if args.command == "replay":
             return replay.main(args)
+        if args.command == "mcp-proxy":
+            return mcp_proxy.main(args)
         return _validate(args)
     except (UsageError, ConfigError, OtlpFileError) as exc:
         print(f"otel-loopguard: error: {exc}", file=sys.stderr)

@@ -31,14 +31,13 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
-from mcp.types import CallToolResult, TextContent
 from opentelemetry import trace
 
-from ..engine.identity.additions import SEPARATOR
 from ..engine.verdict import LoopGuardError, Verdict, exception_for
 from ..guard import LoopGuard
 from ..otel.current import current_context
 from ..tool import to_attribute
+from .mcp_results import dump, error_result, outcome_of, with_warning
 
 __all__ = ["guard_client", "stop_of", "unwrap_stop"]
 
@@ -81,7 +80,7 @@ def guard_client(guard: LoopGuard, client: C) -> C:
                     raise exception_for(verdict)  # the run must end: not a result to go on with
                 if verdict.blocked:
                     span.set_attribute("gen_ai.tool.call.result", verdict.message)
-                    return _error_result(verdict.message)
+                    return error_result(verdict.message)
                 result = await call_tool(name, arguments, *args, **kwargs)
                 _record(span, result)
                 return _with_warning(guard, result, verdict)
@@ -134,65 +133,25 @@ def _span_options(name: str, arguments: object, call_id: object) -> dict[str, An
     return {"context": context, "kind": trace.SpanKind.INTERNAL, "attributes": attributes}
 
 
-def _dump(result: object) -> dict[str, Any] | None:
-    dump = getattr(result, "model_dump", None)
-    if not callable(dump):
-        return None
-    value = dump(mode="json", by_alias=True, exclude_none=True)
-    return value if isinstance(value, dict) else None
-
-
-def _texts(content: object) -> list[str] | None:
-    """The texts of content parts, ``None`` when a part is not text."""
-    if not isinstance(content, list):
-        return None
-    texts = [part.get("text") for part in content if isinstance(part, dict)]
-    if len(texts) != len(content) or not all(isinstance(text, str) for text in texts):
-        return None
-    return [str(text) for text in texts]
-
-
 def _record(span: trace.Span, result: object) -> None:
     """The raw result on the span: its text (all of its content, else the content as JSON); a
     result with ``isError`` as MCP's shape and as the span's error, its text the description."""
-    value = _dump(result)
+    value = dump(result)
     if value is None:
         span.set_attribute("gen_ai.tool.call.result", to_attribute(result))
         return
-    content = value.get("content")
-    texts = _texts(content)
-    if value.get("isError") is True:
-        text = "\n".join(texts or []) or "error"
-        error = {"content": content, "isError": True}
-        span.set_attribute("gen_ai.tool.call.result", json.dumps(error, ensure_ascii=False))
+    recorded, error = outcome_of(value)
+    if error is not None:
+        shape = {"content": value.get("content"), "isError": True}
+        span.set_attribute("gen_ai.tool.call.result", json.dumps(shape, ensure_ascii=False))
         span.set_attribute("error.type", "tool_error")
-        span.set_status(trace.Status(trace.StatusCode.ERROR, text))
+        span.set_status(trace.Status(trace.StatusCode.ERROR, error))
         return
-    recorded = "\n".join(texts) if texts is not None else to_attribute(content)
     span.set_attribute("gen_ai.tool.call.result", recorded)
-
-
-def _error_result(message: str) -> CallToolResult:
-    """A failed call's result whose text is ``message`` (``isError``: the tool did not run)."""
-    return CallToolResult.model_validate(
-        {"content": [{"type": "text", "text": message}], "isError": True}
-    )
 
 
 def _with_warning(guard: LoopGuard, result: Any, verdict: Verdict) -> Any:
     """The warning after the result's last text (a new text part when it has none)."""
     if verdict.level != "warning" or not guard.runtime.config_for_current().warnings_to_model:
         return result
-    content = getattr(result, "content", None)
-    copy = getattr(result, "model_copy", None)
-    if not isinstance(content, list) or not callable(copy):
-        return result
-    parts = list(content)
-    for index in range(len(parts) - 1, -1, -1):
-        if isinstance(parts[index], TextContent):
-            text = f"{parts[index].text}{SEPARATOR}{verdict.message}"
-            parts[index] = parts[index].model_copy(update={"text": text})
-            break
-    else:
-        parts.append(TextContent(type="text", text=verdict.message))
-    return copy(update={"content": parts})
+    return with_warning(result, verdict.message)

@@ -10,16 +10,19 @@ from __future__ import annotations
 
 import logging
 import weakref
+from dataclasses import replace
 from typing import Any
 
 from opentelemetry import metrics, trace
 
 from ..config.settings import ResolvedConfig, Settings
 from ..engine.identity.digests import Digester
+from ..engine.state.scope import ScopeState
 from ..engine.state.store import Store
+from ..engine.usage import NOTHING_SPENT
 from ..engine.verdict import Verdict
 from . import conventions, reader
-from .annotations import Annotator
+from .annotations import Annotator, Mark
 from .current import current_span
 from .errors import InternalErrors
 from .live import DEFAULT_SCOPE, LiveSpan, LiveSpans, trace_scope
@@ -137,6 +140,28 @@ class Runtime:
             if entry.failed is None:
                 entry.failed = verdict
                 self.annotator.fail_run(span, verdict)
+
+    def ran(self, started: float, ended: float) -> None:
+        """A call of the current scope ran from ``started`` to ``ended`` (seconds since the
+        epoch), where the guard sees no model calls (``mcp-proxy``): the ``seconds`` budget
+        counts the scope's time from its calls then. A budget verdict it brings marks the
+        current span (and an abort is the scope's flag, given to every later call)."""
+        span, context, live = self.current()
+        cfg = self.settings.for_agent(live.agent if live else None)
+        if cfg.budget is None or cfg.budget.seconds is None or not cfg.active:
+            return
+        scope_key = live.scope_key if live else self.current_scope()
+        fired = self.store.update(
+            scope_key, ScopeState.spend, NOTHING_SPENT, None, started, ended, cfg
+        )
+        if fired is None:
+            return
+        intended = fired if cfg.observe_only and fired.aborted else None
+        shown = replace(fired, action="warn") if intended else fired
+        if span.is_recording():
+            self.annotator.on_live_span(span, Mark(shown, fired.tool_name or "", intended))
+        if fired.aborted and not cfg.observe_only:
+            self.fail_run(live, context.trace_id, fired)
 
     def config_for_current(self) -> ResolvedConfig:
         """The config of the current span's agent."""

@@ -315,7 +315,9 @@ class ScopeState:
         """Record the outcome of a span's call; the post-compaction guard's abort, if it fires."""
         decision = self.spans.pop(span, None)
         record = decision.record if decision is not None else None
-        if record is None or record.outcome == "veto":
+        if record is None or record.outcome not in ("pending", "empty"):
+            # A veto, or an outcome given already (``record_result`` while the span was live):
+            # digested once, so the post-compaction guard observes the call once.
             return None
         if result.outcome == "empty" and record.outcome != "pending":
             return None  # its result arrived another way (the next model request's inputs)

@@ -1,0 +1,73 @@
+"""MCP's ``CallToolResult`` as the guard reads and answers it, shared by the in-process adapter
+(:mod:`otel_loopguard.integrations.mcp`) and ``otel-loopguard mcp-proxy``.
+
+One reading for both: a result with ``isError`` is a failed call, its text the error (so a
+missing tool's ``Unknown tool: X`` counts as one); any other result is its text (all of its
+content, else the content as JSON). A block answers ``isError`` with the guard's message (the
+model must read it: not a JSON-RPC error); a warning goes after the result's last text.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp.types import CallToolResult, TextContent
+
+from ..engine.identity.additions import SEPARATOR
+from ..tool import to_attribute
+
+__all__ = ["dump", "error_result", "outcome_of", "with_warning"]
+
+
+def dump(result: object) -> dict[str, Any] | None:
+    """A result model as MCP's JSON shape, ``None`` when it is no model."""
+    method = getattr(result, "model_dump", None)
+    if not callable(method):
+        return None
+    value = method(mode="json", by_alias=True, exclude_none=True)
+    return value if isinstance(value, dict) else None
+
+
+def texts_of(content: object) -> list[str] | None:
+    """The texts of content parts, ``None`` when a part is not text."""
+    if not isinstance(content, list):
+        return None
+    texts = [part.get("text") for part in content if isinstance(part, dict)]
+    if len(texts) != len(content) or not all(isinstance(text, str) for text in texts):
+        return None
+    return [str(text) for text in texts]
+
+
+def outcome_of(value: dict[str, Any]) -> tuple[str, str | None]:
+    """A dumped result's outcome: (what it returned, as recorded), and its error text when
+    ``isError`` is set (``"error"`` when it has no text)."""
+    content = value.get("content")
+    texts = texts_of(content)
+    if value.get("isError") is True:
+        return to_attribute(content), "\n".join(texts or []) or "error"
+    return ("\n".join(texts) if texts is not None else to_attribute(content)), None
+
+
+def error_result(message: str) -> CallToolResult:
+    """A failed call's result whose text is ``message`` (``isError``: the tool did not run)."""
+    return CallToolResult.model_validate(
+        {"content": [{"type": "text", "text": message}], "isError": True}
+    )
+
+
+def with_warning(result: Any, message: str) -> Any:
+    """``result`` with ``message`` after its last text part (a new text part when it has
+    none); ``result`` itself when it is no ``CallToolResult``-like model."""
+    content = getattr(result, "content", None)
+    copy = getattr(result, "model_copy", None)
+    if not isinstance(content, list) or not callable(copy):
+        return result
+    parts = list(content)
+    for index in range(len(parts) - 1, -1, -1):
+        if isinstance(parts[index], TextContent):
+            text = f"{parts[index].text}{SEPARATOR}{message}"
+            parts[index] = parts[index].model_copy(update={"text": text})
+            break
+    else:
+        parts.append(TextContent(type="text", text=message))
+    return copy(update={"content": parts})

@@ -1,0 +1,132 @@
+"""Running ``otel-loopguard mcp-proxy``: options checked, the upstream connected, clients served
+over stdio or streamable HTTP, telemetry flushed at exit."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from typing import Any
+
+import anyio
+import uvicorn
+from mcp.server.stdio import stdio_server
+
+from ..config.loading import ConfigError
+from ._base import (
+    BearerAuth,
+    BodyLimit,
+    Listen,
+    ServiceError,
+    parse_listen,
+    read_token,
+    require_token,
+)
+from ._telemetry import service_guard
+from .mcp_proxy import ProxyOptions, build_server, proxy_config
+from .mcp_upstream import Connect, Upstream, described, http_link, stdio_link
+
+__all__ = ["run"]
+
+SERVICE = "otel-loopguard-mcp-proxy"
+ENV_CAPTURE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+"""The GenAI instrumentations' switch for content on spans; ``true`` here too."""
+
+
+def run(args: argparse.Namespace) -> int:
+    """The command: 0 when the client ended the session, 2 for a bad option or an upstream
+    that cannot start."""
+    logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=sys.stderr)
+    try:
+        anyio.run(_main, args)
+    except (ServiceError, ConfigError) as exc:
+        print(f"otel-loopguard mcp-proxy: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _upstream(args: argparse.Namespace) -> Upstream:
+    command = list(args.command_line)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    if bool(command) == bool(args.upstream):
+        raise ServiceError(
+            "give the MCP server as a command after -- (stdio) or as --upstream URL (HTTP), "
+            "one of the two"
+        )
+    if args.timeout <= 0 or args.max_message_bytes < 1024:
+        raise ServiceError("--timeout must be > 0 and --max-message-bytes at least 1024")
+    limit = args.max_message_bytes
+    connect: Connect
+    if command:
+        connect, describe = (lambda: stdio_link(command, limit)), f"the MCP server {command[0]!r}"
+    else:
+        url = str(args.upstream)
+        if not url.startswith(("http://", "https://")):
+            raise ServiceError(f"--upstream {url!r}: allowed: an http:// or https:// URL")
+        headers = dict(_header(h) for h in args.upstream_header)
+        connect, describe = (lambda: http_link(url, headers, limit)), f"the MCP server at {url}"
+    return Upstream(connect, args.timeout, describe)
+
+
+def _header(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition(":")
+    if not sep or not name.strip():
+        raise ServiceError(f"--upstream-header {text!r}: allowed: NAME:VALUE")
+    return name.strip(), value.strip()
+
+
+async def _main(args: argparse.Namespace) -> None:
+    upstream = _upstream(args)
+    listen = parse_listen(args.listen) if args.listen else None
+    token = read_token(args.token_file)
+    if listen is not None:
+        require_token(listen, token)
+    capture = args.capture_content or os.environ.get(ENV_CAPTURE, "").lower() == "true"
+    options = ProxyOptions(
+        abort_as_error=args.abort_as_error,
+        capture_content=capture,
+        transport="pipe" if listen is None else "tcp",
+    )
+    telemetry = service_guard(proxy_config(args.config), SERVICE)
+    try:
+        try:
+            running = upstream.running()
+            await running.__aenter__()
+        except Exception as exc:
+            raise ServiceError(f"{upstream.describe} did not start: {described(exc)}") from None
+        try:
+            server = build_server(upstream, telemetry.guard, options)
+            if listen is None:
+                async with stdio_server() as (read, write):
+                    await server.run(read, write, server.create_initialization_options())
+            else:
+                await _serve_http(server, listen, token)
+        finally:
+            await running.__aexit__(None, None, None)
+    finally:
+        telemetry.shutdown()
+
+
+class _Announcing(uvicorn.Server):
+    """Says where it listens once it does (a test or a supervisor waits for that line)."""
+
+    def __init__(self, config: uvicorn.Config, url: str) -> None:
+        super().__init__(config)
+        self._url = url
+
+    async def startup(self, sockets: Any = None) -> None:
+        await super().startup(sockets)
+        if self.started:
+            print(f"otel-loopguard mcp-proxy: listening on {self._url}", file=sys.stderr)
+            sys.stderr.flush()
+
+
+async def _serve_http(server: Any, listen: Listen, token: str | None) -> None:
+    app = server.streamable_http_app(host=listen.host)
+    guarded = BearerAuth(BodyLimit(app), token)
+    config = uvicorn.Config(
+        guarded, host=listen.host, port=listen.port, log_level="warning", lifespan="on"
+    )
+    await _Announcing(config, f"http://{listen}/mcp").serve()

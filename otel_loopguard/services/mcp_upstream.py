@@ -1,0 +1,322 @@
+"""The MCP server behind ``otel-loopguard mcp-proxy``: started (a command over stdio) or reached
+(a URL over streamable HTTP), every read from it bounded, and restarted after it fails.
+
+The proxy never trusts it: a message over ``limit`` bytes ends the connection (the process is
+stopped) instead of being buffered; a line that is no JSON-RPC message is logged and skipped;
+a crash fails the calls in flight with the reason; the next call starts a fresh connection.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.abc
+import httpx2
+import mcp.types as types
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "MAX_MESSAGE_BYTES",
+    "START_TIMEOUT",
+    "Link",
+    "Upstream",
+    "described",
+    "http_link",
+    "stdio_link",
+]
+
+_logger = logging.getLogger("otel_loopguard")
+
+MAX_MESSAGE_BYTES = 16 << 20
+"""The largest message read from the MCP server (16 MiB): a larger one ends its connection."""
+DEFAULT_TIMEOUT = 60.0
+"""Seconds the MCP server has to answer one request before the client is told it did not."""
+START_TIMEOUT = 120.0
+"""Seconds the MCP server has to start and answer ``initialize`` (``npx`` may download it)."""
+_CHUNK = 1 << 16
+_EXIT_GRACE = 2.0
+"""Seconds a stopped server gets to exit after its stdin closes, before it is killed."""
+
+
+@dataclass(slots=True)
+class Link:
+    """One connection's message streams, and why it ended (``None`` while it is up)."""
+
+    read: Any
+    write: Any
+    closed: anyio.Event = field(default_factory=anyio.Event)
+    reason: str | None = None
+
+    def end(self, reason: str) -> None:
+        if self.reason is None:
+            self.reason = reason
+        self.closed.set()
+
+
+@asynccontextmanager
+async def stdio_link(command: Sequence[str], limit: int = MAX_MESSAGE_BYTES) -> AsyncIterator[Link]:
+    """The MCP server ``command`` started with pipes; its stderr is the proxy's (the client's
+    log). Each stdout line up to ``limit`` bytes is one message."""
+    process = await anyio.open_process(
+        list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None
+    )
+    to_session, read = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write, from_session = anyio.create_memory_object_stream[SessionMessage](0)
+    link = Link(read, write)
+    name = os.path.basename(command[0])
+
+    async def reader() -> None:
+        assert process.stdout is not None
+        buffer = bytearray()
+        skipped = 0
+        try:
+            while True:
+                try:
+                    chunk = await process.stdout.receive(_CHUNK)
+                except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    break
+                # Only the new bytes are searched: a long line costs its length, not its square.
+                searched = len(buffer)
+                buffer += chunk
+                oversized = False
+                while (end := buffer.find(b"\n", searched)) >= 0:
+                    searched = 0
+                    if end > limit:
+                        oversized = True
+                        break
+                    line = bytes(buffer[:end])
+                    del buffer[: end + 1]
+                    message = _message(line)
+                    if message is None:
+                        skipped += 1
+                        if skipped == 1 or skipped % 1000 == 0:
+                            _logger.warning(
+                                "mcp-proxy: %s wrote a line to stdout that is no JSON-RPC "
+                                "message (%d bytes; %d so far); skipped",
+                                name,
+                                len(line),
+                                skipped,
+                            )
+                        continue
+                    await to_session.send(message)
+                if oversized or len(buffer) > limit:
+                    link.end(f"the MCP server {name} sent a message over {limit} bytes")
+                    return
+            with anyio.CancelScope(shield=True):
+                code = await _exit_status(process)
+            link.end(f"the MCP server {name} exited" + (f" (status {code})" if code else ""))
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            link.end(f"the connection to the MCP server {name} closed")
+        finally:
+            to_session.close()
+
+    async def writer() -> None:
+        assert process.stdin is not None
+        try:
+            async for message in from_session:
+                data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                await process.stdin.send(data.encode() + b"\n")
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            link.end(f"the MCP server {name} stopped reading its stdin")
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(reader)
+            tg.start_soon(writer)
+            try:
+                yield link
+            finally:
+                tg.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await _stop(process)
+            for stream in (to_session, read, write, from_session):
+                await stream.aclose()
+
+
+async def _exit_status(process: anyio.abc.Process) -> int | None:
+    """The process's exit status once it has exited; ``None`` if it does not within a grace."""
+    with anyio.move_on_after(_EXIT_GRACE):
+        return await process.wait()
+    return None
+
+
+async def _stop(process: anyio.abc.Process) -> None:
+    """Close its stdin, give it a grace to exit, then kill it."""
+    if process.returncode is not None:
+        return
+    if process.stdin is not None:
+        await process.stdin.aclose()
+    if await _exit_status(process) is None:
+        process.kill()
+        await process.wait()
+
+
+def _message(line: bytes) -> SessionMessage | None:
+    try:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+    except ValueError:
+        return None
+
+
+class _Bounded(httpx2.AsyncByteStream):
+    """A JSON response body, ended with an error once it passes ``limit`` bytes."""
+
+    def __init__(self, inner: httpx2.AsyncByteStream, limit: int, url: str) -> None:
+        self._inner, self._limit, self._url = inner, limit, url
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        size = 0
+        async for chunk in self._inner:
+            size += len(chunk)
+            if size > self._limit:
+                raise httpx2.ReadError(
+                    f"the MCP server at {self._url} sent a response over {self._limit} bytes"
+                )
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _BoundedTransport(httpx2.AsyncBaseTransport):
+    """Bounds each JSON response; an event stream is bounded per event by MCP's own client."""
+
+    def __init__(self, limit: int) -> None:
+        self._inner = httpx2.AsyncHTTPTransport()
+        self._limit = limit
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await self._inner.handle_async_request(request)
+        kind = response.headers.get("content-type", "")
+        if "text/event-stream" not in kind:
+            stream = response.stream
+            assert isinstance(stream, httpx2.AsyncByteStream)
+            response.stream = _Bounded(stream, self._limit, str(request.url))
+        return response
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+@asynccontextmanager
+async def http_link(
+    url: str, headers: dict[str, str] | None = None, limit: int = MAX_MESSAGE_BYTES
+) -> AsyncIterator[Link]:
+    """The MCP server at ``url`` (streamable HTTP), every response bounded by ``limit``."""
+    client = httpx2.AsyncClient(
+        transport=_BoundedTransport(limit),
+        headers=headers,
+        timeout=httpx2.Timeout(30.0, read=300.0),
+    )
+    async with (
+        client,
+        streamable_http_client(url, http_client=client, max_sse_event_size=limit) as (read, write),
+    ):
+        yield Link(read, write)
+
+
+Connect = Callable[[], AbstractAsyncContextManager[Link]]
+
+
+class Upstream:
+    """The one connection to the MCP server, shared by every client of the proxy: made on
+    first use, made again after it ended (a crash, an oversized message)."""
+
+    def __init__(self, connect: Connect, timeout: float, describe: str) -> None:
+        self._connect = connect
+        self.timeout = timeout
+        self.describe = describe
+        self._session: ClientSession | None = None
+        self._link: Link | None = None
+        self._lock = anyio.Lock()
+        self._tg: anyio.abc.TaskGroup | None = None
+        self.initialized: types.InitializeResult | None = None
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[Upstream]:
+        """Connect now (so that a server that cannot start fails the proxy's start); stop at
+        exit."""
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            try:
+                await self.session()
+                yield self
+            finally:
+                tg.cancel_scope.cancel()
+
+    async def session(self) -> ClientSession:
+        """A live session, connecting first when there is none."""
+        async with self._lock:
+            if (
+                self._session is not None
+                and self._link is not None
+                and not self._link.closed.is_set()
+            ):
+                return self._session
+            assert self._tg is not None, "Upstream.session() outside running()"
+            session: ClientSession = await self._tg.start(self._serve)
+            return session
+
+    def failure(self) -> str | None:
+        """Why the last connection ended, when it has."""
+        link = self._link
+        return link.reason if link is not None and link.closed.is_set() else None
+
+    def restart(self, reason: str) -> None:
+        """End the connection (it is made again on next use): it answered nothing in time."""
+        if self._link is not None:
+            self._link.end(reason)
+
+    async def _serve(self, *, task_status: anyio.abc.TaskStatus[ClientSession]) -> None:
+        started = False
+        try:
+            async with self._connect() as link:
+                self._link = link
+                # Each request's own timeout is the proxy's (``timeout``); starting may be slower.
+                async with ClientSession(link.read, link.write) as session:
+                    with anyio.fail_after(START_TIMEOUT):
+                        self.initialized = await session.initialize()
+                    self._session = session
+                    started = True
+                    task_status.started(session)
+                    await link.closed.wait()
+                    _logger.error("mcp-proxy: %s; it starts again at the next call", link.reason)
+        except Exception as exc:
+            if not started:
+                raise _first(exc) from None
+            _logger.error(
+                "mcp-proxy: the connection to %s failed: %s", self.describe, described(exc)
+            )
+        finally:
+            self._session = None
+
+
+def described(exc: BaseException) -> str:
+    """An error, said without the values it may quote (a validation error of a result quotes
+    the result): its type, and for a validation error where in the message it was."""
+    exc = _first(exc)
+    if isinstance(exc, ValidationError):
+        where = ", ".join(".".join(str(p) for p in e["loc"]) or "(message)" for e in exc.errors())
+        return f"{exc.error_count()} validation error(s) at {where[:300]}"
+    if isinstance(exc, OSError | httpx2.HTTPError | anyio.BrokenResourceError | TimeoutError):
+        return f"{type(exc).__name__}: {exc}"[:300]
+    return type(exc).__name__
+
+
+def _first(exc: BaseException) -> BaseException:
+    """The first error inside (nested) exception groups: the one worth naming."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
