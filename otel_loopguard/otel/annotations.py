@@ -27,6 +27,8 @@ __all__ = ["EVENT_NAME", "Annotator", "Mark", "enriched_copy", "event_attributes
 EVENT_NAME = "loopguard.loop_detected"
 COUNTER_NAME = "loopguard.detections"
 LOOP_TOKENS = "loopguard.loop.tokens"
+USAGE_REJECTED = "loopguard.usage.rejected"
+"""The counter of token counts and costs on model spans not taken as they were."""
 """The counter of tokens spent inside detected loops (by detector, model and kind)."""
 OTHER_TOOLS = "other"
 """The counter's tool name for tools beyond ``metrics.toolNames`` / ``maxToolNames``."""
@@ -159,6 +161,12 @@ class Annotator:
             unit="{token}",
             description="Tokens spent inside detected loops, by detector, model and kind.",
         )
+        self._usage_rejected = meter.create_counter(
+            USAGE_REJECTED,
+            unit="{value}",
+            description="Token counts and costs on model spans otel-loopguard did not take as "
+            "they were: above its bound (held to it), negative, not finite, or not a number.",
+        )
 
     def on_live_span(self, span: Span, mark: Mark) -> None:
         """Annotate a span that has not ended yet, then log and count."""
@@ -169,6 +177,10 @@ class Annotator:
             span.set_status(Status(StatusCode.ERROR, mark.verdict.message))
         if mark.signal:
             self.signal(mark, span.get_span_context())
+
+    def usage_rejected(self, values: int) -> None:
+        """Count a model span's values not taken as they were."""
+        self._usage_rejected.add(values)
 
     @staticmethod
     def fail_run(span: Span, verdict: Verdict) -> None:

@@ -25,6 +25,7 @@ from .annotations import Mark
 from .live import LiveSpan
 from .reader import SpanFields
 from .runtime import Runtime
+from .spent import usage_of
 
 __all__ = ["Outcome", "Outcomes", "mark_of"]
 
@@ -144,13 +145,15 @@ class Outcomes:
     ) -> Sequence[Mark]:
         """A model call ended: what it spent goes to its scope's totals (the budgets' verdict,
         if one fires, marks its span)."""
-        found = conventions.usage_of(attributes, self.runtime.prices)
+        found = usage_of(attributes, self.runtime.prices)
         if found is None:
             return ()
+        usage, model, rejected = found
+        if rejected:
+            self.runtime.annotator.usage_rejected(rejected)
         cfg = self.settings.for_agent(entry.agent if entry is not None else None)
-        if not cfg.active:
+        if usage is None or not cfg.active:
             return ()
-        usage, model = found
         started, ended = (span.start_time or 0) / 1e9, (span.end_time or 0) / 1e9
         fired = self.store.update(scope_key, ScopeState.spend, usage, model, started, ended, cfg)
         if fired is None:
