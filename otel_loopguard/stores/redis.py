@@ -65,12 +65,14 @@ class _Entry:
     stored (made while the server was not answering). ``state`` is ``None`` while an update
     has it out."""
 
-    __slots__ = ("abort", "state", "token")
+    __slots__ = ("abort", "owed", "state", "token")
 
     def __init__(self, token: bytes, state: ScopeState) -> None:
         self.token = token
         self.state: ScopeState | None = state
         self.abort = state.abort
+        self.owed = 0
+        """Tool calls decided here that the scope's count on the server does not hold yet."""
 
 
 class RedisStore(ServerHealth):
@@ -159,14 +161,18 @@ class RedisStore(ServerHealth):
     ) -> T:
         """``fn(state, *args, **kwargs)`` on the scope's shared state, atomically: run again on
         the current state when another process changed it meanwhile."""
-        token, state = self._take(key)
+        # ``owed``: the tool calls this process decided on its own copy that the scope's count
+        # on the server does not hold yet (taken here; handed back if they are not sent).
+        token, state, owed = self._take(key)
         if not self._due():
-            return self._locally(key, token, state, fn(state, *args, **kwargs))
+            return self._decided_here(key, token, state, owed, fn, *args, **kwargs)
         name = self._name(key)
         holder = self._holder if key in self._roots else b""
         deadline = time.monotonic() + self._timeout
         for _ in range(MAX_ATTEMPTS):
+            made = state.calls
             result = fn(state, *args, **kwargs)
+            made = state.calls - made
             new = f"{self._process}.{next(self._tokens):x}".encode()
             blob = codec.encode(state)
             abort = codec.encode_verdict(state.abort) if state.abort is not None else b""
@@ -174,13 +180,20 @@ class RedisStore(ServerHealth):
                 with self._io():
                     reply = self._update(
                         keys=[name],
-                        args=[token, new, blob, abort, self._ttl_ms, holder, codec.MAX_BYTES],
+                        args=[
+                            *(token, new, blob, abort, self._ttl_ms, holder, codec.MAX_BYTES),
+                            *(owed, made),
+                        ],
                     )
-                current = server.conflict(reply)
+                counted, current = server.answer(reply)
             except Exception as exc:  # the server's failure or garbage, never fn's
+                # Whether the server counted ``owed`` is unknown: counted again later, a budget
+                # stops a little early rather than late.
                 self._failed(exc)
-                return self._locally(key, token, state, result)
+                return self._locally(key, token, state, result, owed + made)
+            owed = 0  # the server counted them, whatever it answered
             if current is None:
+                state.calls = max(state.calls, counted)
                 self._put(key, new, state, held=bool(holder))
                 return result
             # The token first: a state that cannot be read is replaced by this process's with
@@ -190,12 +203,30 @@ class RedisStore(ServerHealth):
                 state = codec.decode(blob, self._history_size) if blob else self._new()
             except CodecError:
                 self._unreadable()
-                return self._locally(key, token, state, result)
+                return self._locally(key, token, state, result, made)
+            state.calls = max(state.calls, counted)
             if time.monotonic() >= deadline:
                 break
         # Others kept changing the scope first: decided on the newest state seen, not stored.
         self._contention()
-        return self._locally(key, token, state, fn(state, *args, **kwargs))
+        return self._decided_here(key, token, state, 0, fn, *args, **kwargs)
+
+    def _decided_here(
+        self,
+        key: str,
+        token: bytes,
+        state: ScopeState,
+        owed: int,
+        fn: Callable[Concatenate[ScopeState, P], T],
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        """``fn`` on this process's copy, not stored: the tool calls it makes are owed to the
+        scope's count on the server, sent with this process's next update of the scope."""
+        made = state.calls
+        result = fn(state, *args, **kwargs)
+        return self._locally(key, token, state, result, owed + state.calls - made)
 
     def abort(self, key: str, *, fresh: bool = False) -> Verdict | None:
         """The scope's abort flag: as this process last stored or read it, or (``fresh``) as
@@ -290,19 +321,22 @@ class RedisStore(ServerHealth):
     def _new(self) -> ScopeState:
         return ScopeState(self._history_size)
 
-    def _take(self, key: str) -> tuple[bytes, ScopeState]:
+    def _take(self, key: str) -> tuple[bytes, ScopeState, int]:
         """This process's copy of the scope and its token, taken out for one update; a new
         state, said to be absent on the server, when there is none (or another update has it:
-        the server then answers with the current one)."""
+        the server then answers with the current one). And the tool calls owed to the scope's
+        count, taken too: one update sends them."""
         with self._lock:
             entry = self._cache.get(key)
             if entry is not None:
                 self._cache.move_to_end(key)
+                owed, entry.owed = entry.owed, 0
                 state = entry.state
                 if state is not None:
                     entry.state = None
-                    return entry.token, state
-        return b"", self._new()
+                    return entry.token, state, owed
+                return b"", self._new(), owed
+        return b"", self._new(), 0
 
     def _put(self, key: str, token: bytes, state: ScopeState, *, held: bool = False) -> None:
         """Keep the state the server stored under ``token``."""
@@ -314,12 +348,14 @@ class RedisStore(ServerHealth):
         if recovered:
             self._log_recovered()
 
-    def _locally(self, key: str, token: bytes, state: ScopeState, result: T) -> T:
+    def _locally(self, key: str, token: bytes, state: ScopeState, result: T, owed: int) -> T:
         """Keep a state the server did not store, as this process's copy (stored with the next
-        update the server takes, unless another process changed the scope meanwhile), and
-        count the call as served from it."""
+        update the server takes, unless another process changed the scope meanwhile), with
+        the tool calls the server has not counted (sent with the next update, stored or not),
+        and count the call as served from it."""
         with self._lock:
             self._keep(key, token, state)
+            self._cache[key].owed += owed
             self._fallbacks += 1
         return result
 
