@@ -5,7 +5,10 @@ See docs/design.md, 'Shared state'.
 Each scope is one hash key, ``<prefix><schema>:<scope>`` (one key: safe on Redis Cluster), that
 expires after the idle TTL. It holds digests only, never raw arguments or results: ``t``, the
 state's version token; ``s``, the state (``engine/codec.py``); ``a``, the abort flag, cheap to
-read on its own; and ``h:<process>`` for each process with an open local root of the trace.
+read on its own; ``c``, the scope's count of tool calls, added to by every update, stored or not
+(a call decided on a process's own copy is counted with its next update, so a shared
+``toolCalls`` budget overshoots by at most the calls in flight); and ``h:<process>`` for each
+process with an open local root of the trace.
 
 An update is one script call: "if the version is still the one I read, store my new state,
 else give me the current one". This process keeps the state of its last update of each scope,

@@ -113,7 +113,8 @@ def connect(url: str | None, timeout: float, limits: Limits) -> redis.Redis:
         from redis.retry import Retry
     except ImportError:
         raise ConfigError(
-            "a Redis store needs the 'redis' package: pip install 'otel-loopguard[redis]'"
+            "a Redis store needs the 'redis' package: python3 -m pip install redis (in a clone "
+            'of otel-loopguard: python3 -m pip install -e ".[redis]")'
         ) from None
     try:
         client = redis.Redis.from_url(
