@@ -208,3 +208,13 @@ def test_replay_with_a_token_budget_reads_huge_counts_without_a_traceback(
     # Each input count held to the bound, and so is their total; the doubles are read.
     assert "runs a budget would have stopped: 1" in result.stdout
     assert f"{MAX_USAGE + 5 * 1_500_000_000} tokens" in result.stdout
+
+
+def test_a_budget_of_tokens_may_be_as_large_as_the_bound_and_no_larger() -> None:
+    from otel_loopguard import LoopGuard
+    from otel_loopguard.config.loading import ConfigError
+
+    LoopGuard({"budget": {"tokens": MAX_AMOUNT, "cost": MAX_AMOUNT, "seconds": MAX_AMOUNT}})
+    for budget in ({"tokens": MAX_AMOUNT + 1}, {"cost": 1e16}, {"seconds": 1e300}):
+        with pytest.raises(ConfigError, match="budget"):
+            LoopGuard({"budget": budget})
