@@ -8,6 +8,7 @@ parent's state, threads or locks is inherited.
 from __future__ import annotations
 
 import json
+import logging
 from multiprocessing.connection import Connection
 from multiprocessing.synchronize import Barrier
 from typing import Any
@@ -118,6 +119,18 @@ def hammer(
     pipe.send({"counts": counts, "fallbacks": guard.stats().fallbacks})
 
 
+class _Outages(logging.Handler):
+    """Counts the store's outages: it logs one warning as each begins."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if " failed (" in str(record.msg):
+            self.count += 1
+
+
 def spend(
     barrier: Barrier,
     pipe: Connection,
@@ -140,6 +153,8 @@ def spend(
 
         redis.MAX_ATTEMPTS = attempts
 
+    outages = _Outages()
+    logging.getLogger("otel_loopguard").addHandler(outages)
     guard = LoopGuard(config, store=RedisStore(url, key_prefix=prefix, timeout=timeout))
     made = [0] * threads
 
@@ -158,4 +173,4 @@ def spend(
         runner.start()
     for runner in runners:
         runner.join()
-    pipe.send({"made": sum(made), "fallbacks": guard.stats().fallbacks})
+    pipe.send({"made": sum(made), "fallbacks": guard.stats().fallbacks, "outages": outages.count})

@@ -45,6 +45,7 @@ from ..engine.verdict import Verdict
 from . import server
 from .health import MAX_ATTEMPTS, ServerHealth, server_errors
 from .roundtrip import Limits
+from .server import ABSENT, Version
 
 if TYPE_CHECKING:
     import redis
@@ -64,14 +65,14 @@ def _after_fork_in_child() -> None:
 
 
 class _Entry:
-    """This process's copy of a scope: the state as of ``token``, plus any change not yet
+    """This process's copy of a scope: the state as of ``version``, plus any change not yet
     stored (made while the server was not answering). ``state`` is ``None`` while an update
     has it out."""
 
-    __slots__ = ("abort", "owed", "state", "token")
+    __slots__ = ("abort", "owed", "state", "version")
 
-    def __init__(self, token: bytes, state: ScopeState) -> None:
-        self.token = token
+    def __init__(self, version: Version, state: ScopeState) -> None:
+        self.version = version
         self.state: ScopeState | None = state
         self.abort = state.abort
         self.owed = 0
@@ -166,14 +167,16 @@ class RedisStore(ServerHealth):
         the current state when another process changed it meanwhile."""
         # ``owed``: the tool calls this process decided on its own copy that the scope's count
         # on the server does not hold yet (taken here; handed back if they are not sent).
-        token, state, owed = self._take(key)
+        version, state, owed = self._take(key)
         if not self._due():
-            return self._decided_here(key, token, state, owed, fn, *args, **kwargs)
+            return self._decided_here(key, version, state, owed, fn, *args, **kwargs)
         name = self._name(key)
         holder = self._holder if key in self._roots else b""
         deadline = time.monotonic() + self._timeout
         for _ in range(MAX_ATTEMPTS):
-            made = state.calls
+            # Judged on the scope's count as the server had it, with this process's calls owed
+            # to it: stored only if the count is still that (see server.UPDATE).
+            made = state.calls = max(state.calls, version.counted + owed)
             result = fn(state, *args, **kwargs)
             made = state.calls - made
             new = f"{self._process}.{next(self._tokens):x}".encode()
@@ -184,8 +187,8 @@ class RedisStore(ServerHealth):
                     reply = self._update(
                         keys=[name],
                         args=[
-                            *(token, new, blob, abort, self._ttl_ms, holder, codec.MAX_BYTES),
-                            *(owed, made),
+                            *(version.token, new, blob, abort, self._ttl_ms, holder),
+                            *(codec.MAX_BYTES, owed, made, version.counted),
                         ],
                     )
                 counted, current = server.answer(reply)
@@ -193,31 +196,31 @@ class RedisStore(ServerHealth):
                 # Whether the server counted ``owed`` is unknown: counted again later, a budget
                 # stops a little early rather than late.
                 self._failed(exc)
-                return self._locally(key, token, state, result, owed + made)
+                return self._locally(key, version, state, result, owed + made)
             owed = 0  # the server counted them, whatever it answered
             if current is None:
                 state.calls = max(state.calls, counted)
-                self._put(key, new, state, held=bool(holder))
+                self._put(key, Version(new, counted), state, held=bool(holder))
                 return result
-            # The token first: a state that cannot be read is replaced by this process's with
+            # The version first: a state that cannot be read is replaced by this process's with
             # this scope's next update.
             token, blob = current
+            version = Version(token, counted)
             try:
                 state = codec.decode(blob, self._history_size) if blob else self._new()
             except CodecError:
                 self._unreadable()
-                return self._locally(key, token, state, result, made)
-            state.calls = max(state.calls, counted)
+                return self._locally(key, version, state, result, made)
             if time.monotonic() >= deadline:
                 break
         # Others kept changing the scope first: decided on the newest state seen, not stored.
         self._contention()
-        return self._decided_here(key, token, state, 0, fn, *args, **kwargs)
+        return self._decided_here(key, version, state, 0, fn, *args, **kwargs)
 
     def _decided_here(
         self,
         key: str,
-        token: bytes,
+        version: Version,
         state: ScopeState,
         owed: int,
         fn: Callable[Concatenate[ScopeState, P], T],
@@ -227,9 +230,9 @@ class RedisStore(ServerHealth):
     ) -> T:
         """``fn`` on this process's copy, not stored: the tool calls it makes are owed to the
         scope's count on the server, sent with this process's next update of the scope."""
-        made = state.calls
+        made = state.calls = max(state.calls, version.counted + owed)
         result = fn(state, *args, **kwargs)
-        return self._locally(key, token, state, result, owed + state.calls - made)
+        return self._locally(key, version, state, result, owed + state.calls - made)
 
     def abort(self, key: str, *, fresh: bool = False) -> Verdict | None:
         """The scope's abort flag: as this process last stored or read it, or (``fresh``) as
@@ -324,7 +327,7 @@ class RedisStore(ServerHealth):
     def _new(self) -> ScopeState:
         return ScopeState(self._history_size)
 
-    def _take(self, key: str) -> tuple[bytes, ScopeState, int]:
+    def _take(self, key: str) -> tuple[Version, ScopeState, int]:
         """This process's copy of the scope and its token, taken out for one update; a new
         state, said to be absent on the server, when there is none (or another update has it:
         the server then answers with the current one). And the tool calls owed to the scope's
@@ -337,40 +340,40 @@ class RedisStore(ServerHealth):
                 state = entry.state
                 if state is not None:
                     entry.state = None
-                    return entry.token, state, owed
-                return b"", self._new(), owed
-        return b"", self._new(), 0
+                    return entry.version, state, owed
+                return ABSENT, self._new(), owed
+        return ABSENT, self._new(), 0
 
-    def _put(self, key: str, token: bytes, state: ScopeState, *, held: bool = False) -> None:
-        """Keep the state the server stored under ``token``."""
+    def _put(self, key: str, version: Version, state: ScopeState, *, held: bool = False) -> None:
+        """Keep the state the server stored as ``version``."""
         with self._lock:
-            self._keep(key, token, state)
+            self._keep(key, version, state)
             if held and key in self._roots:  # held while a root is open (bounded with them)
                 self._held.add(key)
             recovered, self._down = self._down, False
         if recovered:
             self._log_recovered()
 
-    def _locally(self, key: str, token: bytes, state: ScopeState, result: T, owed: int) -> T:
+    def _locally(self, key: str, version: Version, state: ScopeState, result: T, owed: int) -> T:
         """Keep a state the server did not store, as this process's copy (stored with the next
         update the server takes, unless another process changed the scope meanwhile), with
         the tool calls the server has not counted (sent with the next update, stored or not),
         and count the call as served from it."""
         with self._lock:
-            self._keep(key, token, state)
+            self._keep(key, version, state)
             self._cache[key].owed += owed
             self._fallbacks += 1
         return result
 
-    def _keep(self, key: str, token: bytes, state: ScopeState) -> None:
+    def _keep(self, key: str, version: Version, state: ScopeState) -> None:
         entry = self._cache.get(key)
         if entry is not None:
-            entry.token, entry.state, entry.abort = token, state, state.abort
+            entry.version, entry.state, entry.abort = version, state, state.abort
             return
         if len(self._cache) >= self._max_scopes:
             self._cache.popitem(last=False)
             self._evicted += 1
-        self._cache[key] = _Entry(token, state)
+        self._cache[key] = _Entry(version, state)
 
     def _forget(self, key: str) -> None:
         with self._lock:
