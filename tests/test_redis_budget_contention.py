@@ -14,6 +14,10 @@ from typing import Any
 
 import pytest
 
+from otel_loopguard import RedisStore
+from otel_loopguard.engine.state.scope import ScopeState
+from otel_loopguard.stores import redis as redis_store
+
 from .redis_server import RedisServer
 from .redis_worker import spend
 
@@ -61,3 +65,27 @@ def test_a_shared_budgets_overshoot_is_at_most_the_calls_in_flight(
     fallbacks = sum(r["fallbacks"] for r in reports)
     print(f"toolCalls {LIMIT}: {made} calls let through, {fallbacks} decided locally")
     assert LIMIT <= made <= LIMIT + PROCESSES * THREADS
+
+
+def test_a_decision_stored_on_the_server_saw_every_call_counted_there(
+    redis_server: RedisServer, prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two stores (two processes' worth) take turns on one scope, every lost race decided on
+    the store's own copy (one attempt per update). B's calls decided locally reach the scope's
+    count without changing its stored state, so A, whose copy is still the stored one, must not
+    store a decision judged on its older count: its fifth call of a three-call budget is refused."""
+    monkeypatch.setattr(redis_store, "MAX_ATTEMPTS", 1)
+    a = RedisStore(redis_server.url, key_prefix=prefix, timeout=10.0)
+    b = RedisStore(redis_server.url, key_prefix=prefix, timeout=10.0)
+
+    def call(state: ScopeState) -> bool:
+        """A tool call under a budget of 3: made if fewer were counted."""
+        allowed = state.calls < 3
+        state.calls += 1
+        return allowed
+
+    made = [store.update("conversation:c", call) for store in (a, b, a, b, a)]
+    assert made == [True, True, True, False, False]
+    assert a.stats().fallbacks + b.stats().fallbacks == 3  # b twice, a's last call once
+    a.close()
+    b.close()
