@@ -218,3 +218,16 @@ def test_a_budget_of_tokens_may_be_as_large_as_the_bound_and_no_larger() -> None
     for budget in ({"tokens": MAX_AMOUNT + 1}, {"cost": 1e16}, {"seconds": 1e300}):
         with pytest.raises(ConfigError, match="budget"):
             LoopGuard({"budget": budget})
+
+
+def test_replay_refuses_a_model_calls_time_past_64_bits_with_one_line(tmp_path: Path) -> None:
+    from .test_cli import run
+
+    recording = _recording(tmp_path / "huge.jsonl", compressed=False)
+    recording.write_text(recording.read_text().replace("1700000", "1" + "0" * 400 + "1700000"))
+    config = tmp_path / "budget.json"
+    config.write_text('{"enabled": true, "budget": {"seconds": 100}}')
+    result = run("replay", str(recording), "--config", str(config))
+    assert "Traceback" not in result.stderr
+    assert result.returncode == 2
+    assert "'startTimeUnixNano' is not a 64-bit unsigned integer" in result.stderr
