@@ -231,3 +231,13 @@ def test_replay_refuses_a_model_calls_time_past_64_bits_with_one_line(tmp_path: 
     assert "Traceback" not in result.stderr
     assert result.returncode == 2
     assert "'startTimeUnixNano' is not a 64-bit unsigned integer" in result.stderr
+
+
+def test_a_model_calls_time_past_64_bits_still_counts_its_tokens() -> None:
+    r = rig({"budget": {"tokens": 1000}})
+    with r.tracer.start_as_current_span("invoke_agent spender"):
+        span = r.tracer.start_span("chat m", attributes={"gen_ai.operation.name": "chat"})
+        span.set_attributes({"gen_ai.usage.input_tokens": 1000})
+        span.end(end_time=10**400)
+        verdict = r.guard.check("search", {"query": "x"})
+    assert (verdict.detector, verdict.action) == ("budget_exceeded", "abort")

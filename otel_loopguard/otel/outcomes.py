@@ -154,13 +154,19 @@ class Outcomes:
         cfg = self.settings.for_agent(entry.agent if entry is not None else None)
         if usage is None or not cfg.active:
             return ()
-        started, ended = (span.start_time or 0) / 1e9, (span.end_time or 0) / 1e9
+        started, ended = _seconds(span.start_time), _seconds(span.end_time)
         fired = self.store.update(scope_key, ScopeState.spend, usage, model, started, ended, cfg)
         if fired is None:
             return ()
         intended = fired if cfg.observe_only and fired.aborted else None
         shown = replace(fired, action="warn") if intended else fired
         return (Mark(shown, fired.tool_name or "", intended),)
+
+
+def _seconds(nanos: int | None) -> float:
+    """A span's time in seconds; one past 64 bits (set by hand: the SDK takes any int) is held
+    to it, never an ``OverflowError`` that would leave the call's usage uncounted."""
+    return min(nanos or 0, (1 << 64) - 1) / 1e9
 
 
 def _outcome_of(span: ReadableSpan, attributes: Mapping[str, Any]) -> tuple[object, str | None]:
