@@ -6,7 +6,8 @@ collector-config/prometheus.yml's rules and the ``LoopGuardCompactionLoopPersist
 ``LoopGuardBudgetExceeded`` alerts fire.
 
 Run: python examples/prometheus_metrics.py --port 9464    (Ctrl-C, or close stdin, to stop)
-     (needs: pip install 'otel-loopguard[prometheus]')
+     (needs the prometheus extra: python3 -m pip install -e ".[prometheus]" from the root of
+     a clone of this repository)
 """
 
 import argparse

@@ -8,6 +8,7 @@ parent's state, threads or locks is inherited.
 from __future__ import annotations
 
 import json
+import logging
 from multiprocessing.connection import Connection
 from multiprocessing.synchronize import Barrier
 from typing import Any
@@ -116,3 +117,60 @@ def hammer(
         for n in range(50)
     ]
     pipe.send({"counts": counts, "fallbacks": guard.stats().fallbacks})
+
+
+class _Outages(logging.Handler):
+    """Counts the store's outages: it logs one warning as each begins."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if " failed (" in str(record.msg):
+            self.count += 1
+
+
+def spend(
+    barrier: Barrier,
+    pipe: Connection,
+    url: str,
+    prefix: str,
+    config: dict[str, Any],
+    worker: int,
+    threads: int,
+    timeout: float,
+    attempts: int | None = None,
+) -> None:
+    """``threads`` threads of this process make new calls in one shared scope, all workers at
+    once, each until its call is blocked: how many calls each let through. ``attempts``: the
+    store's attempts per update (1: every update that loses the race to another process is
+    decided on this process's copy, the contention the store falls back from, every time)."""
+    import threading
+
+    if attempts is not None:
+        from otel_loopguard.stores import redis
+
+        redis.MAX_ATTEMPTS = attempts
+
+    outages = _Outages()
+    logging.getLogger("otel_loopguard").addHandler(outages)
+    guard = LoopGuard(config, store=RedisStore(url, key_prefix=prefix, timeout=timeout))
+    made = [0] * threads
+
+    def run(thread: int) -> None:
+        for n in range(1000):  # a bound for a budget that never stops them
+            verdict = guard.check(
+                "search", {"q": f"{worker}-{thread}-{n}"}, scope="conversation:budget"
+            )
+            if verdict.blocked:
+                return
+            made[thread] += 1
+
+    runners = [threading.Thread(target=run, args=(t,)) for t in range(threads)]
+    barrier.wait(timeout=60)
+    for runner in runners:
+        runner.start()
+    for runner in runners:
+        runner.join()
+    pipe.send({"made": sum(made), "fallbacks": guard.stats().fallbacks, "outages": outages.count})

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -56,17 +57,121 @@ def test_the_docs_have_python_blocks_to_run() -> None:
     assert sum(len(blocks_of(page.read_text(), "python")) for page in PAGES) >= 2
 
 
-@pytest.mark.parametrize(
-    "page",
-    [ROOT / "README.md", *PAGES, *sorted((ROOT / "docs" / "frameworks").glob("*.md"))],
-    ids=lambda p: p.name,
-)
-def test_every_relative_link_leads_to_a_file(page: Path) -> None:
+EVERY_PAGE = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+"""The README and every page under docs/, the framework pages included."""
+
+
+def _named(page: Path) -> str:
+    return str(page.relative_to(ROOT))
+
+
+def anchors(page: Path) -> set[str]:
+    """The fragments that lead into a page: its headings as GitHub names them (lower case,
+    punctuation dropped, spaces as hyphens) and the ids it sets itself."""
+    text = page.read_text()
+    found = set(re.findall(r'<a id="([^"]+)">', text))
+    for heading in re.findall(r"^#+ (.+)$", text, flags=re.MULTILINE):
+        found.add(re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-"))
+    return found
+
+
+@pytest.mark.parametrize("page", EVERY_PAGE, ids=_named)
+def test_every_relative_link_leads_to_a_file_and_its_section(page: Path) -> None:
     for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text()):
-        if target.startswith(("http://", "https://", "mailto:", "#")):
+        if target.startswith(("http://", "https://", "mailto:")):
             continue
-        path = target.split("#", 1)[0]
-        assert (page.parent / path).exists(), f"{page.name}: {target}"
+        path, _, fragment = target.partition("#")
+        linked = page.parent / path if path else page
+        assert linked.exists(), f"{_named(page)}: {target}"
+        if fragment and linked.suffix == ".md":
+            assert fragment in anchors(linked), f"{_named(page)}: no section {target}"
+
+
+@pytest.mark.parametrize("page", EVERY_PAGE, ids=_named)
+def test_every_section_named_in_words_exists(page: Path) -> None:
+    """A page that names a README section in words (README, 'Some section') names one the
+    README has."""
+    for section in re.findall(r"README(?:'s)?,? '([^']+)'", page.read_text()):
+        assert section.lower().replace(" ", "-") in anchors(ROOT / "README.md"), section
+
+
+# -- install lines -----------------------------------------------------------------------------
+
+EXTRAS = set(
+    tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+)
+INSTALLING = sorted(
+    {
+        *EVERY_PAGE,
+        *(ROOT / "examples").glob("*.py"),
+        *(ROOT / "otel_loopguard").rglob("*.py"),  # the errors that say what to install
+    }
+)
+"""Everything a reader copies an install line from."""
+
+
+def install_lines(text: str) -> list[str]:
+    """What follows each ``pip install`` up to the end of its line, a backtick or a closing
+    parenthesis or quote that ends the command."""
+    return [m.group(1) for m in re.finditer(r"pip install ([^\n`)]*)", text)]
+
+
+def install_problem(line: str) -> str | None:
+    """What is wrong with one install command, or ``None``: it may name published packages and
+    ``-e`` with the repository root (``.``) and extras that pyproject.toml has; otel-loopguard
+    is not published, so it is never named as a package."""
+    words = re.split(r"[#;&|]", line, maxsplit=1)[0].split()  # the command ends there
+    editable = False
+    for word in words:
+        word = word.strip("'\"").rstrip(",")
+        if word == "-e":
+            editable = True
+            continue
+        if editable:
+            editable = False
+            found = re.fullmatch(r"\.(?:\[([\w,\-]+)\])?", word)
+            if found is None:
+                return f"-e {word}: install from the repository root, -e . or -e '.[extra]'"
+            unknown = set((found.group(1) or "").split(",")) - EXTRAS - {""}
+            if unknown:
+                return f"no extra {sorted(unknown)} in pyproject.toml"
+        elif re.match(r"otel[-_]loopguard", word, flags=re.IGNORECASE):
+            return f"{word}: otel-loopguard is not published; install it from a clone"
+    return None
+
+
+@pytest.mark.parametrize("path", INSTALLING, ids=_named)
+def test_every_install_line_installs_what_exists(path: Path) -> None:
+    for line in install_lines(path.read_text()):
+        assert install_problem(line) is None, f"{_named(path)}: pip install {line}"
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ("otel-loopguard google-adk==2.13.0", "not published"),
+        ("'otel-loopguard[zstd]'", "not published"),
+        ('-e ".[nosuchextra]"', "no extra"),
+        ("-e git+https://example.invalid/x", "repository root"),
+        ('-e ".[zstd]"   # in a clone', None),
+        ("-e . opentelemetry-distro", None),
+        ("zstandard; in a clone of otel-loopguard: python3 -m", None),
+    ],
+)
+def test_the_install_line_check_tells_a_true_line_from_a_false_one(
+    line: str, problem: str | None
+) -> None:
+    found = install_problem(line)
+    assert (found is None) if problem is None else (found is not None and problem in found)
+
+
+def test_the_design_names_every_adapter() -> None:
+    design = (ROOT / "docs" / "design.md").read_text()
+    modules = sorted(
+        p.stem for p in (ROOT / "otel_loopguard" / "integrations").glob("*.py") if p.stem[0] != "_"
+    )
+    assert len(modules) == 9
+    assert [m for m in modules if f"`{m}`" not in design] == []
 
 
 def test_ci_runs_the_readme_test_command() -> None:

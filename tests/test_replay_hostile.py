@@ -177,7 +177,8 @@ def test_zstd_without_zstandard_says_what_to_install(
         list(read_spans(path))
     assert str(raised.value) == (
         f"{path}: {where}: reading it needs the zstandard package "
-        "(pip install 'otel-loopguard[zstd]')"
+        "(python3 -m pip install zstandard; in a clone of otel-loopguard: "
+        'python3 -m pip install -e ".[zstd]")'
     )
 
 
@@ -395,3 +396,15 @@ def test_a_message_with_a_string_that_is_not_utf8_says_what_protobuf_refuses(
     assert [span.name for span in read_spans(path)] == ["execute_tool f"]  # well built
     path.write_bytes(message(b"execute_tool \xff\xfe"))
     assert "a string that is not UTF-8" in _replay_error(path)
+
+
+def test_a_cut_gzip_file_is_reported_after_the_bytes_it_gave(tmp_path: Path) -> None:
+    whole = _gzip_bytes()
+    cut = whole[: len(whole) // 2]
+    given = len(zlib.decompressobj(31).decompress(cut))  # what the cut file decompresses to
+    path = tmp_path / "traces.jsonl.gz"
+    path.write_bytes(cut)
+    assert given > 0
+    assert f"gzip data is cut short or corrupt after byte {given} of its content" in _replay_error(
+        path
+    )

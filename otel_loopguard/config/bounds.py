@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from itertools import accumulate
 
 __all__ = [
+    "MAX_AMOUNT",
     "MAX_CONFIG_BYTES",
     "MAX_CONFIG_DEPTH",
     "MAX_CONFIG_VALUES",
@@ -39,6 +40,12 @@ parts) are expanded: a validator copies each, so an alias bomb stops here, not a
 MAX_COUNT = 1_000_000
 """The largest count (thresholds, ``historySize``, ``maxScopes``, ...): a history of a million
 calls per scope is past any use, and a larger one overflows where a window is allocated."""
+
+MAX_AMOUNT = 10**15
+"""The largest amount: a budget (tokens, cost, seconds), a price, and every token count or cost
+otel-loopguard reads from a span or keeps as a scope's total (a larger one read is clamped to
+it). A thousand times a trillion-token run: past any use, and still exact as a float, so no
+total overflows where a budget is judged and every verdict one process writes another reads."""
 
 MAX_IDLE_TTL_SECONDS = 30 * 86_400
 """The longest ``store.idleTtlSeconds``: 30 days. A scope idle for longer is a run that ended."""

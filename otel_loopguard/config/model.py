@@ -25,7 +25,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from .bounds import MAX_COUNT, MAX_IDLE_TTL_SECONDS, MAX_TIMEOUT_MS
+from .bounds import MAX_AMOUNT, MAX_COUNT, MAX_IDLE_TTL_SECONDS, MAX_TIMEOUT_MS
 from .redaction import quoted_userinfo
 
 __all__ = [
@@ -187,9 +187,11 @@ class MetricsConfig(_Block):
     (default 100); later ones are counted as ``other``."""
 
 
-Amount = Annotated[StrictInt | StrictFloat, Field(gt=0, allow_inf_nan=False)]
-"""A positive, finite number (a budget, a time)."""
-Price = Annotated[StrictInt | StrictFloat, Field(ge=0, allow_inf_nan=False)]
+Amount = Annotated[StrictInt | StrictFloat, Field(gt=0, le=MAX_AMOUNT, allow_inf_nan=False)]
+"""A positive, finite number up to ``MAX_AMOUNT`` (a budget, a time)."""
+Tokens = Annotated[StrictInt, Field(ge=1, le=MAX_AMOUNT)]
+"""A token budget: an integer from 1 to ``MAX_AMOUNT`` (a run spends millions)."""
+Price = Annotated[StrictInt | StrictFloat, Field(ge=0, le=MAX_AMOUNT, allow_inf_nan=False)]
 
 
 class ModelPrice(_Block):
@@ -208,7 +210,7 @@ class BudgetConfig(_Block):
     calls, seconds. A warning at ``warnAt`` of a budget, then the run is stopped
     (``budget_exceeded``), as by a loop's abort."""
 
-    tokens: Count | None = None
+    tokens: Tokens | None = None
     """Input and output tokens of the scope's model calls (cached input tokens included)."""
     cost: Amount | None = None
     tool_calls: Count | None = None

@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["NOTHING_SPENT", "Usage"]
+from ..config.bounds import MAX_AMOUNT
+
+__all__ = ["MAX_USAGE", "NOTHING_SPENT", "Usage"]
+
+MAX_USAGE = MAX_AMOUNT
+"""The most tokens of each kind, and the highest cost, a reading or a total holds: a total
+stops there (a budget of at most this much is reached all the same), so a total is always a
+number a budget compares and a shared store's trust check accepts."""
 
 
 class Usage(NamedTuple):
@@ -30,11 +37,12 @@ class Usage(NamedTuple):
         return self.input + self.output
 
     def plus(self, other: Usage) -> Usage:
+        """The total of two amounts, each count at most :data:`MAX_USAGE`."""
         return Usage(
-            self.input + other.input,
-            self.output + other.output,
-            self.cached + other.cached,
-            self.cost + other.cost,
+            min(self.input + other.input, MAX_USAGE),
+            min(self.output + other.output, MAX_USAGE),
+            min(self.cached + other.cached, MAX_USAGE),
+            min(self.cost + other.cost, float(MAX_USAGE)),
         )
 
     def since(self, earlier: Usage) -> Usage:

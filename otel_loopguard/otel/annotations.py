@@ -27,9 +27,18 @@ __all__ = ["EVENT_NAME", "Annotator", "Mark", "enriched_copy", "event_attributes
 EVENT_NAME = "loopguard.loop_detected"
 COUNTER_NAME = "loopguard.detections"
 LOOP_TOKENS = "loopguard.loop.tokens"
+USAGE_REJECTED = "loopguard.usage.rejected"
+"""The counter of token counts and costs on model spans not taken as they were."""
 """The counter of tokens spent inside detected loops (by detector, model and kind)."""
 OTHER_TOOLS = "other"
 """The counter's tool name for tools beyond ``metrics.toolNames`` / ``maxToolNames``."""
+OTHER_MODELS = "other"
+"""The loop-tokens counter's model for models beyond :data:`MAX_MODEL_NAMES`."""
+MAX_MODEL_NAMES = 100
+"""The loop-tokens counter gives the first this many distinct models a series of their own
+(``gen_ai.request.model``); later ones are counted as ``other``. The model's name comes from a
+span, and each series is held by the SDK for the meter provider's life (1000 per instrument,
+past which the SDK drops points into one overflow series)."""
 
 _logger = logging.getLogger("otel_loopguard")
 
@@ -143,11 +152,8 @@ class Annotator:
         tool_names: frozenset[str] | None = None,
         max_tool_names: int = 100,
     ) -> None:
-        self._allowed = tool_names
-        self._max_tool_names = max_tool_names
-        # The tool names given a series so far (without an allow-list). Plain set operations,
-        # atomic under the GIL: two threads racing may add one name more than the maximum.
-        self._series: set[str] = set()
+        self._tools = _Series(max_tool_names, tool_names, OTHER_TOOLS)
+        self._models = _Series(MAX_MODEL_NAMES, None, OTHER_MODELS)
         meter = meter_of(meter_provider)
         self._counter = meter.create_counter(
             COUNTER_NAME,
@@ -158,6 +164,12 @@ class Annotator:
             LOOP_TOKENS,
             unit="{token}",
             description="Tokens spent inside detected loops, by detector, model and kind.",
+        )
+        self._usage_rejected = meter.create_counter(
+            USAGE_REJECTED,
+            unit="{value}",
+            description="Token counts and costs on model spans otel-loopguard did not take as "
+            "they were: above its bound (held to it), negative, not finite, or not a number.",
         )
 
     def on_live_span(self, span: Span, mark: Mark) -> None:
@@ -170,24 +182,16 @@ class Annotator:
         if mark.signal:
             self.signal(mark, span.get_span_context())
 
+    def usage_rejected(self, values: int) -> None:
+        """Count a model span's values not taken as they were."""
+        self._usage_rejected.add(values)
+
     @staticmethod
     def fail_run(span: Span, verdict: Verdict) -> None:
         """Mark a run's agent or root span failed by an abort: a trace list shows the run
         failed even when an instrumentation later resets the tool span's status."""
         span.set_attribute("error.type", error_type(verdict))
         span.set_status(Status(StatusCode.ERROR, verdict.message))
-
-    def _series_name(self, tool: str) -> str:
-        """The counter's tool-name attribute: the tool's name, or ``other`` past the bound."""
-        if self._allowed is not None:
-            return tool if tool in self._allowed else OTHER_TOOLS
-        series = self._series
-        if tool in series:
-            return tool
-        if len(series) < self._max_tool_names:
-            series.add(tool)
-            return tool
-        return OTHER_TOOLS
 
     def signal(self, mark: Mark, span_context: SpanContext) -> None:
         """The log record (inside the tool span's context) and the counter increment."""
@@ -199,7 +203,7 @@ class Annotator:
                 "loopguard.detector": attributes["loopguard.detector"],
                 "loopguard.level": verdict.level,
                 "loopguard.action": verdict.action,
-                "gen_ai.tool.name": self._series_name(mark.tool),
+                "gen_ai.tool.name": self._tools.name(mark.tool),
             },
         )
         burned = mark.burned
@@ -210,7 +214,7 @@ class Annotator:
                         tokens,
                         {
                             "loopguard.detector": attributes["loopguard.detector"],
-                            "gen_ai.request.model": mark.model or "unknown",
+                            "gen_ai.request.model": self._models.name(mark.model or "unknown"),
                             "gen_ai.token.type": kind,
                         },
                     )
@@ -224,6 +228,31 @@ class Annotator:
             pass
         finally:
             context_api.detach(token)
+
+
+class _Series:
+    """The names a metric attribute may take: an allow-list, else the first ``limit`` names
+    seen; any other is ``other``. Every attribute put on a metric is bounded: each value is a
+    series the SDK keeps for the provider's life."""
+
+    __slots__ = ("_allowed", "_limit", "_other", "_seen")
+
+    def __init__(self, limit: int, allowed: frozenset[str] | None, other: str) -> None:
+        self._limit, self._allowed, self._other = limit, allowed, other
+        # The names given a series so far (without an allow-list). Plain set operations,
+        # atomic under the GIL: two threads racing may add one name more than the limit.
+        self._seen: set[str] = set()
+
+    def name(self, value: str) -> str:
+        if self._allowed is not None:
+            return value if value in self._allowed else self._other
+        seen = self._seen
+        if value in seen:
+            return value
+        if len(seen) < self._limit:
+            seen.add(value)
+            return value
+        return self._other
 
 
 def enriched_copy(

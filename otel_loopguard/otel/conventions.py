@@ -15,7 +15,6 @@ from typing import Any, NamedTuple
 
 from ..config.settings import GlobalSettings
 from ..engine.identity.names import MAX_NAME_CHARS, bounded
-from ..engine.usage import Usage
 
 __all__ = [
     "AGENT_SPAN_PREFIX",
@@ -29,13 +28,13 @@ __all__ = [
     "is_inference_span",
     "is_tool_span",
     "may_record_failure",
+    "model_of",
     "read_call",
     "relevant_keys",
     "result_in_events",
     "result_of",
     "scope_value",
     "tool_named_by_span",
-    "usage_of",
 ]
 
 COMPACTION_ATTRIBUTE = "loopguard.compaction"
@@ -76,24 +75,7 @@ _KINDS = (
 )
 _INFERENCE_OPERATIONS = ("chat", "text_completion", "generate_content")
 """A tuple, tested by equality: an attribute read from a file may be a map (unhashable)."""
-_INPUT_TOKENS = (
-    "gen_ai.usage.input_tokens",
-    "gen_ai.usage.prompt_tokens",
-    "llm.token_count.prompt",
-)
-_OUTPUT_TOKENS = (
-    "gen_ai.usage.output_tokens",
-    "gen_ai.usage.completion_tokens",
-    "llm.token_count.completion",
-)
-_CACHED_TOKENS = (
-    "gen_ai.usage.cache_read.input_tokens",
-    "gen_ai.usage.cache_read_input_tokens",
-    "llm.token_count.prompt_details.cache_read",
-)
 _MODEL = ("gen_ai.response.model", "gen_ai.request.model", "llm.model_name")
-_COST = "gen_ai.usage.cost"
-"""Proposed for the GenAI conventions (not in a release yet): a call's cost, read if set."""
 _KEYS = frozenset(
     (
         *_KINDS,
@@ -190,40 +172,9 @@ def is_inference_span(attributes: Mapping[str, Any]) -> bool:
     ) in ("chat", "completion")
 
 
-def _tokens(attributes: Mapping[str, Any], keys: Sequence[str]) -> int | None:
-    for key in keys:
-        value = attributes.get(key)
-        if type(value) is int and value >= 0:
-            return value
-    return None
-
-
-_NUMBERS = (int, float)
-
-
-def usage_of(
-    attributes: Mapping[str, Any], prices: Mapping[str, tuple[float, float, float]]
-) -> tuple[Usage, str | None] | None:
-    """What one model call spent, and its model, from its span (``None``: no usage recorded).
-    Its cost: ``gen_ai.usage.cost`` if the instrumentation set it, else from ``prices`` (per
-    million input, output and cached input tokens) for its model, else 0."""
-    spent_in, spent_out = _tokens(attributes, _INPUT_TOKENS), _tokens(attributes, _OUTPUT_TOKENS)
-    if spent_in is None and spent_out is None:
-        return None
-    spent_in, spent_out = spent_in or 0, spent_out or 0
-    cached = min(_tokens(attributes, _CACHED_TOKENS) or 0, spent_in) if spent_in else 0
-    model = _first_text(attributes, _MODEL)
-    cost = attributes.get(_COST)
-    if not isinstance(cost, _NUMBERS) or isinstance(cost, bool) or not cost >= 0:
-        # Not set by the instrumentation (most calls): from the model's price, if known.
-        price = prices.get(model) if model is not None else None
-        cost = 0.0
-        if price is not None:
-            per_input, per_output, per_cached = price
-            cost = (
-                (spent_in - cached) * per_input + cached * per_cached + spent_out * per_output
-            ) / 1_000_000
-    return Usage(spent_in, spent_out, cached, float(cost)), model
+def model_of(attributes: Mapping[str, Any]) -> str | None:
+    """The model a model call's span names (its response's, else its request's), bounded."""
+    return _first_text(attributes, _MODEL)
 
 
 def is_tool_span(attributes: Mapping[str, Any], name: str, settings: GlobalSettings) -> bool:

@@ -26,6 +26,7 @@ from .annotations import Mark
 from .live import LiveSpan
 from .reader import SpanFields
 from .runtime import Runtime
+from .spent import usage_of
 
 __all__ = ["Outcome", "Outcomes", "mark_of", "spend"]
 
@@ -145,11 +146,15 @@ class Outcomes:
     ) -> Sequence[Mark]:
         """A model call ended: what it spent goes to its scope's totals (the budgets' verdict,
         if one fires, marks its span)."""
-        found = conventions.usage_of(attributes, self.runtime.prices)
+        found = usage_of(attributes, self.runtime.prices)
         if found is None:
             return ()
-        usage, model = found
-        started, ended = (span.start_time or 0) / 1e9, (span.end_time or 0) / 1e9
+        usage, model, rejected = found
+        if rejected:
+            self.runtime.annotator.usage_rejected(rejected)
+        if usage is None:
+            return ()
+        started, ended = _seconds(span.start_time), _seconds(span.end_time)
         agent = entry.agent if entry is not None else None
         mark = spend(self.runtime, scope_key, usage, model, (started, ended), agent)
         return () if mark is None else (mark,)
@@ -176,6 +181,12 @@ def spend(
     intended = fired if cfg.observe_only and fired.aborted else None
     shown = replace(fired, action="warn") if intended else fired
     return Mark(shown, fired.tool_name or "", intended)
+
+
+def _seconds(nanos: int | None) -> float:
+    """A span's time in seconds; one past 64 bits (set by hand: the SDK takes any int) is held
+    to it, never an ``OverflowError`` that would leave the call's usage uncounted."""
+    return min(nanos or 0, (1 << 64) - 1) / 1e9
 
 
 def _outcome_of(span: ReadableSpan, attributes: Mapping[str, Any]) -> tuple[object, str | None]:

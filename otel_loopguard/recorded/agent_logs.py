@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from ..engine.replay import Spent
 from ..engine.usage import Usage
-from ..otel import conventions
+from ..otel.spent import usage_of
 from .file_bytes import OtlpFileError
 from .runs import RecordedRun
 
@@ -122,8 +122,11 @@ def spent(
         attributes["gen_ai.response.model"] = model
     if cost is not None:
         attributes["gen_ai.usage.cost"] = cost
-    found = conventions.usage_of(attributes, prices)
-    usage, model = found if found is not None else (Usage(), model)
+    found = usage_of(attributes, prices)
+    if found is not None and found.usage is not None:
+        usage, model = found.usage, found.model
+    else:
+        usage = Usage()
     return Spent(usage, model, when, when, agent, tool_calls)
 
 

@@ -81,11 +81,13 @@ class Source:
 
     def __init__(self, name: str, counted: Counted, compression: str | None) -> None:
         self._name = name
-        self._stream: gzip.GzipFile | _ZstdFile | Counted = counted
+        self._read: Callable[[int], bytes] = counted.read
         if compression == "gzip":
-            self._stream = gzip.GzipFile(fileobj=cast(IO[bytes], counted), mode="rb")
+            # ``read1``: what one step decompressed, so that a file cut short is reported after
+            # the bytes it did give (``read`` drops a step's data when it meets the cut).
+            self._read = gzip.GzipFile(fileobj=cast(IO[bytes], counted), mode="rb").read1
         elif compression == "zstd":
-            self._stream = _ZstdFile(counted, Unzstd(name, "the file"))
+            self._read = _ZstdFile(counted, Unzstd(name, "the file")).read
         self.offset = 0
         """Bytes of (decompressed) data read so far."""
 
@@ -95,7 +97,7 @@ class Source:
         wanted = size
         while wanted > 0:
             try:
-                data = self._stream.read(min(wanted, CHUNK))
+                data = self._read(min(wanted, CHUNK))
             except (EOFError, OSError, zlib.error) as exc:  # gzip cut short or corrupt
                 raise OtlpFileError(
                     f"{self._name}: the gzip data is cut short or corrupt after byte "
@@ -129,7 +131,8 @@ class Unzstd:
         except ImportError:
             raise OtlpFileError(
                 f"{name}: {what} is zstd-compressed: reading it needs the zstandard package "
-                "(pip install 'otel-loopguard[zstd]')"
+                "(python3 -m pip install zstandard; in a clone of otel-loopguard: "
+                'python3 -m pip install -e ".[zstd]")'
             ) from None
         self._new = zstandard.ZstdDecompressor().decompressobj
         self._error = zstandard.ZstdError

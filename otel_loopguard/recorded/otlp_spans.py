@@ -148,13 +148,17 @@ def _text(value: object, field: str) -> str:
 
 
 def _integer(value: Any, field: str) -> int:
-    """A number, or its text (OTLP/JSON writes 64-bit integers as text)."""
+    """A time: a 64-bit unsigned number, or its text (OTLP/JSON writes them as text). Anything
+    larger is no time a span has (and would overflow where it becomes seconds)."""
     if not value:
         return 0
     try:
-        return int(value)  # what it refuses (a list, an object, NaN) is malformed
+        number = int(value)  # what it refuses (a list, an object, NaN) is malformed
     except (TypeError, ValueError, OverflowError):
         raise MalformedRequest(f"'{field}' is not an integer") from None
+    if not 0 <= number < 1 << 64:
+        raise MalformedRequest(f"'{field}' is not a 64-bit unsigned integer")
+    return number
 
 
 def _status_code(code: object) -> int:

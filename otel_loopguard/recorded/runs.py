@@ -17,6 +17,7 @@ from ..config.settings import GlobalSettings
 from ..engine.replay import COMPACTION, UNRECORDED, Call, Compaction, Spent
 from ..engine.verdict import COMPACTION_DETECTOR
 from ..otel import conventions
+from ..otel.spent import usage_of
 from .otlp_file import RecordedSpan
 
 __all__ = ["RecordedCall", "RecordedRun", "root_of", "runs_of", "trace_items"]
@@ -110,11 +111,12 @@ class _Trace:
         if conventions.is_compaction(attributes, span.name, settings):
             return COMPACTION
         if conventions.is_inference_span(attributes):
-            found = conventions.usage_of(attributes, self._prices)
-            if found is None:
+            found = usage_of(attributes, self._prices)
+            if found is None or found.usage is None:
                 return None
-            usage, model = found
-            return Spent(usage, model, span.start / 1e9, span.end / 1e9, self._agents.of(span))
+            return Spent(
+                found.usage, found.model, span.start / 1e9, span.end / 1e9, self._agents.of(span)
+            )
         if not conventions.is_tool_span(attributes, span.name, settings):
             return None
         view = conventions.read_call(attributes, span.name)

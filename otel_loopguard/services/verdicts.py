@@ -21,8 +21,8 @@ from ..arguments import described
 from ..engine.state.store import InMemoryStore
 from ..engine.usage import Usage
 from ..engine.verdict import OK, Verdict
-from ..otel import conventions
 from ..otel.outcomes import spend
+from ..otel.spent import usage_of
 from ._base import keyed_scope, trace_scope_of
 from ._telemetry import ServiceTelemetry
 
@@ -290,8 +290,10 @@ class Verdicts:
         )
         if "model" in spent.usage:
             attributes["gen_ai.response.model"] = spent.usage["model"]
-        found = conventions.usage_of(attributes, self._runtime.prices)
-        usage, model = found if found is not None else (Usage(), None)
+        found = usage_of(attributes, self._runtime.prices)
+        usage, model = Usage(), None
+        if found is not None and found.usage is not None:
+            usage, model = found.usage, found.model
 
         def answer() -> Verdict:
             now = time.time()

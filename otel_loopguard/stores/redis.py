@@ -5,7 +5,10 @@ See docs/design.md, 'Shared state'.
 Each scope is one hash key, ``<prefix><schema>:<scope>`` (one key: safe on Redis Cluster), that
 expires after the idle TTL. It holds digests only, never raw arguments or results: ``t``, the
 state's version token; ``s``, the state (``engine/codec.py``); ``a``, the abort flag, cheap to
-read on its own; and ``h:<process>`` for each process with an open local root of the trace.
+read on its own; ``c``, the scope's count of tool calls, added to by every update, stored or not
+(a call decided on a process's own copy is counted with its next update, so a shared
+``toolCalls`` budget overshoots by at most the calls in flight); and ``h:<process>`` for each
+process with an open local root of the trace.
 
 An update is one script call: "if the version is still the one I read, store my new state,
 else give me the current one". This process keeps the state of its last update of each scope,
@@ -42,6 +45,7 @@ from ..engine.verdict import Verdict
 from . import server
 from .health import MAX_ATTEMPTS, ServerHealth, server_errors
 from .roundtrip import Limits
+from .server import ABSENT, Version
 
 if TYPE_CHECKING:
     import redis
@@ -61,16 +65,18 @@ def _after_fork_in_child() -> None:
 
 
 class _Entry:
-    """This process's copy of a scope: the state as of ``token``, plus any change not yet
+    """This process's copy of a scope: the state as of ``version``, plus any change not yet
     stored (made while the server was not answering). ``state`` is ``None`` while an update
     has it out."""
 
-    __slots__ = ("abort", "state", "token")
+    __slots__ = ("abort", "owed", "state", "version")
 
-    def __init__(self, token: bytes, state: ScopeState) -> None:
-        self.token = token
+    def __init__(self, version: Version, state: ScopeState) -> None:
+        self.version = version
         self.state: ScopeState | None = state
         self.abort = state.abort
+        self.owed = 0
+        """Tool calls decided here that the scope's count on the server does not hold yet."""
 
 
 class RedisStore(ServerHealth):
@@ -159,14 +165,20 @@ class RedisStore(ServerHealth):
     ) -> T:
         """``fn(state, *args, **kwargs)`` on the scope's shared state, atomically: run again on
         the current state when another process changed it meanwhile."""
-        token, state = self._take(key)
+        # ``owed``: the tool calls this process decided on its own copy that the scope's count
+        # on the server does not hold yet (taken here; handed back if they are not sent).
+        version, state, owed = self._take(key)
         if not self._due():
-            return self._locally(key, token, state, fn(state, *args, **kwargs))
+            return self._decided_here(key, version, state, owed, fn, *args, **kwargs)
         name = self._name(key)
         holder = self._holder if key in self._roots else b""
         deadline = time.monotonic() + self._timeout
         for _ in range(MAX_ATTEMPTS):
+            # Judged on the scope's count as the server had it, with this process's calls owed
+            # to it: stored only if the count is still that (see server.UPDATE).
+            made = state.calls = max(state.calls, version.counted + owed)
             result = fn(state, *args, **kwargs)
+            made = state.calls - made
             new = f"{self._process}.{next(self._tokens):x}".encode()
             blob = codec.encode(state)
             abort = codec.encode_verdict(state.abort) if state.abort is not None else b""
@@ -174,28 +186,53 @@ class RedisStore(ServerHealth):
                 with self._io():
                     reply = self._update(
                         keys=[name],
-                        args=[token, new, blob, abort, self._ttl_ms, holder, codec.MAX_BYTES],
+                        args=[
+                            *(version.token, new, blob, abort, self._ttl_ms, holder),
+                            *(codec.MAX_BYTES, owed, made, version.counted),
+                        ],
                     )
-                current = server.conflict(reply)
+                counted, current = server.answer(reply)
             except Exception as exc:  # the server's failure or garbage, never fn's
+                # Whether the server counted ``owed`` is unknown: counted again later, a budget
+                # stops a little early rather than late.
                 self._failed(exc)
-                return self._locally(key, token, state, result)
+                return self._locally(key, version, state, result, owed + made)
+            owed = 0  # the server counted them, whatever it answered
             if current is None:
-                self._put(key, new, state, held=bool(holder))
+                state.calls = max(state.calls, counted)
+                self._put(key, Version(new, counted), state, held=bool(holder))
                 return result
-            # The token first: a state that cannot be read is replaced by this process's with
+            # The version first: a state that cannot be read is replaced by this process's with
             # this scope's next update.
             token, blob = current
+            version = Version(token, counted)
             try:
                 state = codec.decode(blob, self._history_size) if blob else self._new()
             except CodecError:
                 self._unreadable()
-                return self._locally(key, token, state, result)
+                return self._locally(key, version, state, result, made)
             if time.monotonic() >= deadline:
                 break
         # Others kept changing the scope first: decided on the newest state seen, not stored.
         self._contention()
-        return self._locally(key, token, state, fn(state, *args, **kwargs))
+        return self._decided_here(key, version, state, 0, fn, *args, **kwargs)
+
+    def _decided_here(
+        self,
+        key: str,
+        version: Version,
+        state: ScopeState,
+        owed: int,
+        fn: Callable[Concatenate[ScopeState, P], T],
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        """``fn`` on this process's copy, not stored: the tool calls it makes are owed to the
+        scope's count on the server, sent with this process's next update of the scope."""
+        made = state.calls = max(state.calls, version.counted + owed)
+        result = fn(state, *args, **kwargs)
+        return self._locally(key, version, state, result, owed + state.calls - made)
 
     def abort(self, key: str, *, fresh: bool = False) -> Verdict | None:
         """The scope's abort flag: as this process last stored or read it, or (``fresh``) as
@@ -290,48 +327,53 @@ class RedisStore(ServerHealth):
     def _new(self) -> ScopeState:
         return ScopeState(self._history_size)
 
-    def _take(self, key: str) -> tuple[bytes, ScopeState]:
+    def _take(self, key: str) -> tuple[Version, ScopeState, int]:
         """This process's copy of the scope and its token, taken out for one update; a new
         state, said to be absent on the server, when there is none (or another update has it:
-        the server then answers with the current one)."""
+        the server then answers with the current one). And the tool calls owed to the scope's
+        count, taken too: one update sends them."""
         with self._lock:
             entry = self._cache.get(key)
             if entry is not None:
                 self._cache.move_to_end(key)
+                owed, entry.owed = entry.owed, 0
                 state = entry.state
                 if state is not None:
                     entry.state = None
-                    return entry.token, state
-        return b"", self._new()
+                    return entry.version, state, owed
+                return ABSENT, self._new(), owed
+        return ABSENT, self._new(), 0
 
-    def _put(self, key: str, token: bytes, state: ScopeState, *, held: bool = False) -> None:
-        """Keep the state the server stored under ``token``."""
+    def _put(self, key: str, version: Version, state: ScopeState, *, held: bool = False) -> None:
+        """Keep the state the server stored as ``version``."""
         with self._lock:
-            self._keep(key, token, state)
+            self._keep(key, version, state)
             if held and key in self._roots:  # held while a root is open (bounded with them)
                 self._held.add(key)
             recovered, self._down = self._down, False
         if recovered:
             self._log_recovered()
 
-    def _locally(self, key: str, token: bytes, state: ScopeState, result: T) -> T:
+    def _locally(self, key: str, version: Version, state: ScopeState, result: T, owed: int) -> T:
         """Keep a state the server did not store, as this process's copy (stored with the next
-        update the server takes, unless another process changed the scope meanwhile), and
-        count the call as served from it."""
+        update the server takes, unless another process changed the scope meanwhile), with
+        the tool calls the server has not counted (sent with the next update, stored or not),
+        and count the call as served from it."""
         with self._lock:
-            self._keep(key, token, state)
+            self._keep(key, version, state)
+            self._cache[key].owed += owed
             self._fallbacks += 1
         return result
 
-    def _keep(self, key: str, token: bytes, state: ScopeState) -> None:
+    def _keep(self, key: str, version: Version, state: ScopeState) -> None:
         entry = self._cache.get(key)
         if entry is not None:
-            entry.token, entry.state, entry.abort = token, state, state.abort
+            entry.version, entry.state, entry.abort = version, state, state.abort
             return
         if len(self._cache) >= self._max_scopes:
             self._cache.popitem(last=False)
             self._evicted += 1
-        self._cache[key] = _Entry(token, state)
+        self._cache[key] = _Entry(version, state)
 
     def _forget(self, key: str) -> None:
         with self._lock:

@@ -3,7 +3,7 @@ replies read strictly (anything else is garbage, and a fallback)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..config.loading import ConfigError
 from ..config.model import store_url
@@ -14,19 +14,35 @@ from .roundtrip import Limits, bounded
 if TYPE_CHECKING:
     import redis
 
-__all__ = ["ABORT", "RELEASE", "UPDATE", "as_bytes", "conflict", "connect", "describe"]
+__all__ = [
+    "ABORT",
+    "ABSENT",
+    "RELEASE",
+    "UPDATE",
+    "Version",
+    "answer",
+    "as_bytes",
+    "connect",
+    "describe",
+]
 
 # A field longer than the codec reads is answered as '-': not JSON, so it is one scope's
 # unreadable state (replaced by its next update), never a reply too large to take.
 
 UPDATE = """
 local current = redis.call('HGET', KEYS[1], 't') or ''
-if current ~= ARGV[1] then
-  if redis.call('HSTRLEN', KEYS[1], 's') > tonumber(ARGV[7]) then
-    return {0, current, '-'}
+local counted = tonumber(redis.call('HGET', KEYS[1], 'c') or '0')
+if current ~= ARGV[1] or counted ~= tonumber(ARGV[10]) then
+  if ARGV[8] ~= '0' then
+    counted = redis.call('HINCRBY', KEYS[1], 'c', ARGV[8])
+    redis.call('PEXPIRE', KEYS[1], ARGV[5])
   end
-  return {0, current, redis.call('HGET', KEYS[1], 's') or ''}
+  if redis.call('HSTRLEN', KEYS[1], 's') > tonumber(ARGV[7]) then
+    return {0, current, '-', counted}
+  end
+  return {0, current, redis.call('HGET', KEYS[1], 's') or '', counted}
 end
+counted = redis.call('HINCRBY', KEYS[1], 'c', ARGV[8] + ARGV[9])
 redis.call('HSET', KEYS[1], 't', ARGV[2], 's', ARGV[3])
 if ARGV[4] == '' then
   redis.call('HDEL', KEYS[1], 'a')
@@ -37,11 +53,17 @@ if ARGV[6] ~= '' then
   redis.call('HSET', KEYS[1], ARGV[6], '1')
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
-return {1}
+return {1, counted}
 """
 """KEYS[1]: the scope. ARGV: the token read ('' for none), the new token, the new state, the
 abort flag ('' for none), the TTL in ms, the process's root field ('' when it has no open root),
-the longest state the codec reads."""
+the longest state the codec reads, the tool calls this process decided that the scope's count
+does not hold yet (counted whether the state is stored or not), the tool calls the new state
+adds (counted with it), and the count the state was judged on. Answers with the scope's count
+of tool calls, field ``c``: the one count every process's calls are added to, even those
+decided on a process's own copy. The new state is stored only when both the token and the
+count are the ones it was judged on (other processes' calls counted meanwhile change the count
+but not the token), so a stored decision saw every call the server had counted."""
 
 ABORT = """
 if redis.call('HSTRLEN', KEYS[1], 'a') > tonumber(ARGV[1]) then return '-' end
@@ -61,14 +83,34 @@ return 1
 """A process's last local root of the trace ended: drop its field, and the scope with the last."""
 
 
-def conflict(reply: object) -> tuple[bytes, bytes] | None:
-    """``None`` when the update was stored; else the current token and state."""
-    if type(reply) is list:
-        if reply == [1]:
-            return None
-        if len(reply) == 3 and reply[0] == 0:
-            return as_bytes(reply[1]), as_bytes(reply[2])
+class Version(NamedTuple):
+    """Which state of a scope a process holds: the token it was stored under, and the scope's
+    count of tool calls then."""
+
+    token: bytes
+    counted: int
+
+
+ABSENT = Version(b"", 0)
+"""The version of a scope the server does not hold."""
+
+MAX_CALLS = 1 << 62
+"""A scope's count of tool calls read back is at most this (a larger one is not ours)."""
+
+
+def answer(reply: object) -> tuple[int, tuple[bytes, bytes] | None]:
+    """The scope's count of tool calls, and ``None`` when the update was stored, else the
+    current token and state."""
+    if type(reply) is list and reply and _count(reply[-1]):
+        if len(reply) == 2 and reply[0] == 1:
+            return reply[1], None
+        if len(reply) == 4 and reply[0] == 0:
+            return reply[3], (as_bytes(reply[1]), as_bytes(reply[2]))
     raise CodecError("the store's reply to an update is not one otel-loopguard sends")
+
+
+def _count(value: object) -> bool:
+    return type(value) is int and 0 <= value <= MAX_CALLS
 
 
 def as_bytes(value: object) -> bytes:
@@ -95,7 +137,8 @@ def connect(url: str | None, timeout: float, limits: Limits) -> redis.Redis:
         from redis.retry import Retry
     except ImportError:
         raise ConfigError(
-            "a Redis store needs the 'redis' package: pip install 'otel-loopguard[redis]'"
+            "a Redis store needs the 'redis' package: python3 -m pip install redis (in a clone "
+            'of otel-loopguard: python3 -m pip install -e ".[redis]")'
         ) from None
     try:
         client = redis.Redis.from_url(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ...config.bounds import MAX_AMOUNT
 from ...config.settings import Budget
 from ..messages import TAG
 from ..verdict import Action, Level, Verdict
@@ -24,7 +25,10 @@ _UNITS = {"tokens": "tokens", "tool_calls": "tool calls"}
 def _spent(
     budget: Budget, tokens: int, cost: float, calls: int, seconds: float
 ) -> Iterator[tuple[str, float, float]]:
-    """(kind, spent, limit) of each budget given."""
+    """(kind, spent, limit) of each budget given. What was spent is held to ``MAX_AMOUNT``
+    before it becomes a float (a total read from a shared store may be any integer; a float of
+    one past 1e308 raises), no budget being larger: the verdict is the same, and its count is
+    one the shared store's trust check accepts."""
     for kind, spent, limit in (
         ("tokens", tokens, budget.tokens),
         ("cost", cost, budget.cost),
@@ -32,7 +36,7 @@ def _spent(
         ("seconds", seconds, budget.seconds),
     ):
         if limit is not None:
-            yield kind, float(spent), float(limit)
+            yield kind, float(min(spent, MAX_AMOUNT)), float(limit)
 
 
 def judge(

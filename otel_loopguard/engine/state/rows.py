@@ -12,6 +12,8 @@ Reading checks every value and builds nothing but the classes named: anything el
 from __future__ import annotations
 
 import dataclasses
+import math
+import sys
 import types
 import typing
 from collections.abc import Callable, Hashable, Mapping
@@ -22,6 +24,9 @@ __all__ = ["CodecError", "Decode", "Encode", "Tables", "carried_classes", "field
 
 MAX_DEPTH = 8
 """How deep a free-form value (``object``) may nest."""
+
+
+_FLOAT_INT = int(sys.float_info.max)
 
 
 class CodecError(ValueError):
@@ -86,6 +91,12 @@ def _float() -> tuple[Encode, Decode]:
     def decode(value: Any, _: Tables) -> float:
         if type(value) not in (int, float):
             _fail(f"expected a number, got {type(value).__name__}")
+        # Never written: an integer too large for a float (float() raises), or 1e999 read as
+        # infinity (a total no budget can judge).
+        if type(value) is int and not -_FLOAT_INT <= value <= _FLOAT_INT:
+            _fail("a number too large for a float")
+        if not math.isfinite(value):
+            _fail("a number that is not finite")
         return float(value)
 
     return _same, decode

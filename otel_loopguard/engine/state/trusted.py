@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from ...config.bounds import MAX_AMOUNT
 from ..detection.budget import BUDGET_DETECTOR
 from ..identity.names import MAX_NAME_CHARS
 from ..messages import TAG, abort_message, message
@@ -31,8 +32,10 @@ DETECTORS = frozenset(
 )
 """Every detector that gives a verdict."""
 
-MAX_COUNT = 10**15
-"""A count read back is at most this (a budget's tokens included): a larger one is forged."""
+MAX_COUNT = MAX_AMOUNT
+"""A count read back is at most this (a budget's tokens included): a larger one is forged.
+The bound every amount is held to where it is read and judged (``engine.usage``,
+``detection.budget``), so every count this version writes is one it reads back."""
 
 _LEVEL_ACTIONS = {
     "warning": frozenset({"warn"}),
@@ -40,7 +43,7 @@ _LEVEL_ACTIONS = {
     "critical": frozenset({"warn", "block", "abort"}),
 }
 
-_CRITICALS = re.compile(r"this is loop verdict ([1-9][0-9]{0,8}) of this run")
+_CRITICALS = re.compile(r"this is loop verdict ([1-9][0-9]{0,15}) of this run")
 """The one number an abort's message holds beyond the verdict's fields (the scope's criticals)."""
 
 _AMOUNT = r"(?:[0-9]{1,16} (?:tokens|tool calls|seconds)|a cost of [0-9][0-9.e+\-]{0,15})"
@@ -76,7 +79,7 @@ def is_ours(verdict: Verdict) -> bool:
         message(detector, level, tool, count, paired, stops_run=False),
     ):
         return True
-    found = _CRITICALS.search(text)  # bounded: at most 9 digits after fixed words
+    found = _CRITICALS.search(text)  # bounded: at most 16 digits after fixed words
     return found is not None and text == abort_message(
         detector, tool, count, paired, int(found.group(1))
     )
