@@ -1,13 +1,13 @@
 """The calls of missing tools that Microsoft Agent Framework and Semantic Kernel answer before any
-span: their adapters' shared part (``integrations.missing_tools``), which imports no framework."""
+span: their adapters' shared part (``integrations._missing_tools``), which imports no framework."""
 
 from __future__ import annotations
 
 import pytest
 
 from otel_loopguard import Verdict
-from otel_loopguard.integrations import missing_tools
-from otel_loopguard.integrations.missing_tools import MissingTools
+from otel_loopguard.integrations import _missing_tools
+from otel_loopguard.integrations._missing_tools import MissingTools
 
 from .helpers import Rig, rig
 
@@ -60,7 +60,7 @@ def test_block_messages_waiting_for_their_answer_are_bounded(
     missing = MissingTools(r.guard)
     with r.tracer.start_as_current_span("invoke_agent app"):
         blocked, _ = _propose_until_blocked(r, missing)
-    monkeypatch.setattr(missing_tools, "MAX_PENDING", 3)
+    monkeypatch.setattr(_missing_tools, "MAX_PENDING", 3)
     for n in range(5):
         missing.judged([("frobnicate", {}, f"b{n}")], [blocked], KNOWN)
     assert [missing.answer(f"b{n}") for n in range(5)] == [None, None] + [blocked.message] * 3

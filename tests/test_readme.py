@@ -170,7 +170,7 @@ def test_the_design_names_every_adapter() -> None:
     modules = sorted(
         p.stem for p in (ROOT / "otel_loopguard" / "integrations").glob("*.py") if p.stem[0] != "_"
     )
-    assert len(modules) == 9
+    assert len(modules) == 15
     assert [m for m in modules if f"`{m}`" not in design] == []
 
 

@@ -15,7 +15,7 @@ from ..services._base import DEFAULT_LISTEN, ENV_TOKEN, ServiceError, parse_list
 
 __all__ = ["add_parsers"]
 
-EXTRA = 'python3 -m pip install -e ".[serve]" (from a clone of otel-loopguard)'
+EXTRA = 'python3 -m pip install -e ".[serve]" (from the root of a clone of this repository)'
 
 
 def add_parsers(commands: Any) -> None:

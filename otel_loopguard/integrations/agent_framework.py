@@ -52,7 +52,7 @@ from ..engine.verdict import (
     exception_for,
 )
 from ..guard import LoopGuard
-from .missing_tools import MissingTools
+from ._missing_tools import MissingTools
 
 __all__ = [
     "CompactionStopped",

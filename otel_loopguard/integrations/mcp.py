@@ -37,7 +37,7 @@ from ..engine.verdict import LoopGuardError, Verdict, exception_for
 from ..guard import LoopGuard
 from ..otel.current import current_context
 from ..tool import to_attribute
-from .mcp_results import dump, error_result, outcome_of, with_warning
+from ._mcp_results import dump, error_result, outcome_of, with_warning
 
 __all__ = ["guard_client", "stop_of", "unwrap_stop"]
 

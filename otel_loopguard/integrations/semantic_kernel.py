@@ -42,7 +42,7 @@ from semantic_kernel.functions import FunctionResult
 from ..engine.identity.additions import SEPARATOR
 from ..engine.verdict import exception_for
 from ..guard import LoopGuard
-from .missing_tools import MissingTools
+from ._missing_tools import MissingTools
 
 __all__ = ["LoopGuardFilter", "guard_agent"]
 

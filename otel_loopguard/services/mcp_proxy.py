@@ -36,7 +36,7 @@ from ..config.model import LoopGuardConfig
 from ..engine.identity.names import bounded
 from ..engine.verdict import Verdict
 from ..guard import LoopGuard
-from ..integrations.mcp_results import dump, error_result, outcome_of, with_warning
+from ..integrations._mcp_results import dump, error_result, outcome_of, with_warning
 from ..tool import to_attribute
 from ._base import trace_scope_of
 from .mcp_upstream import Upstream, described
