@@ -193,6 +193,17 @@ class BearerAuth:
         await self.app(scope, receive, send)
 
 
+_DRAINED = 4
+"""A declared body up to this many times the bound is read and dropped before the 413."""
+
+
+async def _drain(receive: Receive) -> None:
+    while True:
+        message = await receive()
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            return
+
+
 class BodyLimit:
     """ASGI middleware: a request body over ``limit`` bytes is refused with 413, by its
     ``Content-Length`` before any of it is read, or once that much has arrived. A body within
@@ -210,6 +221,10 @@ class BodyLimit:
         too_large = f"the request body is over {self.limit} bytes"
         for name, value in scope.get("headers", ()):
             if name == b"content-length" and (not value.isdigit() or int(value) > self.limit):
+                if value.isdigit() and int(value) <= _DRAINED * self.limit:
+                    # Read (and drop) a body a little over the bound before answering, so that
+                    # a client still sending it reads the 413 instead of a reset connection.
+                    await _drain(receive)
                 await _refuse(send, 413, too_large, [])
                 return
         parts: list[bytes] = []
