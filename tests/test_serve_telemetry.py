@@ -16,7 +16,7 @@ pytest.importorskip("opentelemetry.exporter.prometheus")
 
 from .otlp_receiver import OtlpReceiver
 from .serve_helpers import Served, serving
-from .test_alerting import firing_alerts, free_port
+from .test_alerting import firing_alerts, free_port, get
 from .test_collector_config import CONFIG, need
 
 ALERTS = {
@@ -101,9 +101,17 @@ def prometheus(metrics_port: int, tmp_path: Path) -> Iterator[str]:
 def test_the_shipped_alerts_fire_on_the_services_metrics(prometheus: str) -> None:
     firing = firing_alerts(prometheus, ALERTS)
     assert set(firing) == ALERTS
-    blocked = firing["LoopGuardToolCallsBlocked"]["labels"]
-    assert blocked["service_name"] == "otel-loopguard-serve"  # type: ignore[index]
-    assert blocked["gen_ai_tool_name"] == "Read"  # type: ignore[index]
+    # The budget's abort is a blocked call too (no tool name of its own): the repeat's alert
+    # is the one that names the tool.
+    alerts = get(f"{prometheus}/api/v1/alerts")["data"]["alerts"]  # type: ignore[index]
+    (blocked,) = [
+        a["labels"]
+        for a in alerts
+        if a["labels"]["alertname"] == "LoopGuardToolCallsBlocked"
+        and a["labels"]["loopguard_detector"] == "generic_repeat"
+    ]
+    assert blocked["service_name"] == "otel-loopguard-serve"
+    assert blocked["gen_ai_tool_name"] == "Read"
 
 
 def test_each_verdict_is_a_span_with_the_detection_exported_over_otlp() -> None:
