@@ -219,7 +219,10 @@ def test_the_async_graph_is_stopped_too(langchain_rig: Rig) -> None:
 def test_no_content_reaches_the_shared_store(redis_server: Any, prefix: str) -> None:
     import redis
 
-    r = rig({**ON, "store": {"url": redis_server.url, "keyPrefix": prefix}})
+    # A generous timeout: on a loaded machine a 50 ms reply may be late, and a late reply makes
+    # the guard go on with its own copy (no stored state to look at).
+    store = {"url": redis_server.url, "keyPrefix": prefix, "timeoutMs": 5000}
+    r = rig({**ON, "store": store})
     client = redis.Redis.from_url(redis_server.url)
     stored: list[bytes] = []
     for _ in _instrumented(r):
