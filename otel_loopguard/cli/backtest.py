@@ -198,7 +198,9 @@ class _Run:
         if isinstance(item, Spent):
             self._total = self._total.plus(item.usage)
             if not stopped:
-                self._replayer.feed(item)
+                for warned in self._replayer.feed(item):
+                    # Replies that called no tool: shown on the model call, after call n.
+                    self.steps.append(Step(self._calls, "", warned.verdict))
             return
         if isinstance(item, Compaction):
             if not stopped:

@@ -68,6 +68,9 @@ class Spent:
     started: float = 0.0
     ended: float = 0.0
     agent: str | None = None
+    tools: bool | None = None
+    """Whether the reply called a tool (``None``: not known): a streak of replies that called
+    none warns (``detection/replies.py``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,13 +142,17 @@ class Replayer:
             return []
         if isinstance(item, Spent):
             # A budget's abort is the scope's flag: the next call gets it.
-            state.spend(
+            fired = state.spend(
                 item.usage,
                 item.model,
                 item.started,
                 item.ended,
                 self._settings.for_agent(item.agent),
+                item.tools,
             )
+            if fired is not None and not fired.blocked and fired.detector == "no_tool_streak":
+                # Given on the model call's span: a replayed step of its own, with no call.
+                return [Replayed(fired, event=True)]
             return []
         if isinstance(item, Call):
             return [self._call(item)]

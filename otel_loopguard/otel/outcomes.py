@@ -152,7 +152,10 @@ class Outcomes:
             return ()
         usage, model = found
         started, ended = (span.start_time or 0) / 1e9, (span.end_time or 0) / 1e9
-        fired = self.store.update(scope_key, ScopeState.spend, usage, model, started, ended, cfg)
+        tools = conventions.reply_called_tool(attributes)
+        fired = self.store.update(
+            scope_key, ScopeState.spend, usage, model, started, ended, cfg, tools
+        )
         if fired is None:
             return ()
         intended = fired if cfg.observe_only and fired.aborted else None

@@ -114,7 +114,14 @@ class _Trace:
             if found is None:
                 return None
             usage, model = found
-            return Spent(usage, model, span.start / 1e9, span.end / 1e9, self._agents.of(span))
+            return Spent(
+                usage,
+                model,
+                span.start / 1e9,
+                span.end / 1e9,
+                self._agents.of(span),
+                conventions.reply_called_tool(attributes),
+            )
         if not conventions.is_tool_span(attributes, span.name, settings):
             return None
         view = conventions.read_call(attributes, span.name)

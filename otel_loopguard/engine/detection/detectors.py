@@ -10,9 +10,11 @@ from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from ...config.settings import ResolvedConfig
-from ..messages import message
 from ..records import CallRecord, ProposedCall
-from ..verdict import Action, Level, Verdict
+from ..verdict import Action
+from .changing import changing_text
+from .finding import Finding
+from .finding import verdict_of as _verdict
 
 __all__ = [
     "MIN_STABLE_CALLS_PER_VARIANT",
@@ -25,14 +27,6 @@ __all__ = [
     "terminal_failure_streak",
     "unknown_tool_tail",
 ]
-
-
-class Finding(NamedTuple):
-    """A detector's verdict plus the signature that warnings are de-duplicated by (immutable;
-    a named tuple, made per detection, for a third of a frozen dataclass's cost)."""
-
-    verdict: Verdict
-    signature: tuple[object, ...]
 
 
 def window(history: Sequence[CallRecord], size: int) -> Sequence[CallRecord]:
@@ -196,25 +190,6 @@ def ping_pong_tail(
     return tail, last, stable
 
 
-def _verdict(
-    detector: str,
-    level: Level,
-    action: Action,
-    tool: str,
-    count: int,
-    paired: str | None = None,
-) -> Verdict:
-    return Verdict(
-        level=level,
-        action=action,
-        detector=detector,
-        count=count,
-        message=message(detector, level, tool, count, paired, stops_run=action == "abort"),
-        paired_tool=paired,
-        tool_name=tool,
-    )
-
-
 def _may_fire(
     history: Sequence[CallRecord],
     call: ProposedCall,
@@ -277,8 +252,21 @@ def evaluate(
     ``pending``: the newest records are this many calls of the same batch, judged on top of
     a full window (as OpenClaw projects a batch).
     """
-    if not cfg.rolling_enabled or not history or not _may_fire(history, call, cfg, counts):
+    if not cfg.rolling_enabled or not history:
         return None
+    if _may_fire(history, call, cfg, counts):
+        found = _literal(history, call, cfg, pending)
+        if found is not None:
+            return found
+    if cfg.shapes_read:  # loops whose text changes (changing.py): a bounded walk or three
+        return changing_text(window(history, cfg.history_size + pending), call, cfg)
+    return None
+
+
+def _literal(
+    history: Sequence[CallRecord], call: ProposedCall, cfg: ResolvedConfig, pending: int
+) -> Finding | None:
+    """The detectors of calls repeated as they are (OpenClaw's and ours)."""
     records = window(history, cfg.history_size + pending)
     tool, fp = call.tool, call.args_fp
 

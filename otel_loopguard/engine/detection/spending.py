@@ -61,6 +61,8 @@ def loop_start(history: Sequence[CallRecord], finding: Finding, call: ProposedCa
     verdict = finding.verdict
     if verdict.detector == "budget_exceeded":
         return None
+    if finding.evidence:  # the detector knows where its evidence starts
+        return history[-min(finding.evidence, len(history))].spent
     same: Callable[[CallRecord], bool]
     if verdict.detector == "ping_pong":
         sides = set(finding.signature[1:])
