@@ -10,7 +10,9 @@ from opentelemetry.trace import StatusCode
 
 from otel_loopguard import LoopGuard
 from otel_loopguard.config.loading import ConfigError
+from otel_loopguard.engine.replay import Spent
 from otel_loopguard.engine.usage import Usage
+from otel_loopguard.replay import Call, replay_events
 from otel_loopguard.testing import loop_events
 
 from .helpers import Rig, rig, tool_span
@@ -425,3 +427,34 @@ def test_a_budget_stops_a_conversation_served_by_two_processes(
     actions = [verdict[1] for verdict in seen]
     assert actions == ["none"] * 9 + ["abort"] * 3
     assert seen[9][2] == "budget_exceeded"
+
+
+def _paging(results: list[str]) -> list[Any]:
+    """A model call of 100 x n input tokens and n output tokens, then the same call, per turn."""
+    items: list[Any] = []
+    for n, result in enumerate(results, 1):
+        items += [Spent(Usage(100 * n, n)), Call("scroll_down", {"command": "scroll_down"}, result)]
+    return items
+
+
+@pytest.mark.parametrize(
+    ("results", "first_in_loop"),
+    [
+        # Every page new: each call was progress; only the last repeat's model call is the loop.
+        ([f"page {n}" for n in range(1, 12)], 11),
+        # Five new pages, then the end of the file six times: the loop is the repeated end,
+        # from the model call after the first end.
+        ([f"page {n}" for n in range(1, 6)] + ["end of file"] * 6, 7),
+    ],
+)
+def test_a_loops_tokens_count_from_its_first_repeat_with_no_progress(
+    results: list[str], first_in_loop: int
+) -> None:
+    """Real runs (SWE-agent's scroll_down, 10 pages of a file read in 18 calls) warned on a call
+    repeated with new results each time counted every token since the first one as spent in a
+    loop: progress is not a loop; its evidence is the call repeated with the same result."""
+    replayed = replay_events(_paging(results), ON)
+    fired = [(n, r) for n, r in enumerate(replayed, 1) if r.event]
+    assert [(n, r.verdict.detector) for n, r in fired] == [(11, "generic_repeat")]
+    (_, warning), turns = fired[0], range(first_in_loop, 12)
+    assert warning.burned == Usage(sum(100 * n for n in turns), sum(turns))

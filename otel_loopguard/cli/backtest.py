@@ -1,5 +1,8 @@
 """Recorded runs replayed as their files are read: what ``otel-loopguard replay`` reports.
 
+An agent's own log (a trajectory, a Claude Code transcript: ``recorded/agent_logs.py``) is read
+whole as its runs and replayed as they are; the rest of this is for OTLP files.
+
 Spans stream from the files into a :class:`~otel_loopguard.recorded.traces.TraceWindow`; each trace
 it completes is split into runs (per configuration: the scope may differ) and fed to those runs'
 detector state, then dropped. A run keyed by its trace is finished with its trace; one keyed by a
@@ -21,9 +24,12 @@ from ..engine.identity.digests import Digester
 from ..engine.replay import Compaction, Replayer, Spent
 from ..engine.usage import NOTHING_SPENT, Usage
 from ..engine.verdict import Verdict
+from ..recorded.agent_logs import Format, format_of
+from ..recorded.claude_code import read_claude_code
 from ..recorded.otlp_file import RecordedSpan, read_spans
-from ..recorded.runs import RecordedCall, root_of, trace_items
+from ..recorded.runs import RecordedCall, RecordedRun, root_of, trace_items
 from ..recorded.traces import Trace, TraceWindow
+from ..recorded.trajectories import read_mini_swe_agent, read_swe_agent
 
 __all__ = ["Outcome", "RunInfo", "Step", "backtest"]
 
@@ -38,6 +44,8 @@ class RunInfo:
     trace_id: str
     root: str
     service: str | None
+    traced: bool = True
+    """Read from OTLP spans (``trace_id`` a trace's id), else from an agent's log (the run's id)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +86,10 @@ def backtest(
     replays = [_Runs(s) for s in settings]
     with _collector_paused() as spans_read:
         for file in files:
+            kind = format_of(file)
+            if kind != "otlp":
+                _replay_log(file, kind, replays, window.started)
+                continue
             for span in read_spans(file, progress(file) if progress else None):
                 spans_read()
                 for trace in window.add(span):
@@ -99,6 +111,29 @@ def _replay(trace: Trace, replays: Sequence[_Runs]) -> None:
             items = trace_items(trace.spans, reading)
             read.append((reading, items))
         runs.add(trace, root, items)
+
+
+def _replay_log(file: str, kind: Format, replays: Sequence[_Runs], order: int) -> None:
+    """An agent's log's runs fed to each configuration, read once per set of prices; ``order``:
+    the traces started before it, so that its runs are reported where the file came."""
+    read: list[tuple[object, list[RecordedRun]]] = []
+    for runs in replays:
+        prices = runs.settings.globals.prices
+        found = next((found for seen, found in read if seen == prices), None)
+        if found is None:
+            found = _READERS[kind](file, dict(prices))
+            read.append((prices, found))
+        for run in found:
+            runs.add_run(order, run)
+
+
+_READERS: dict[
+    Format, Callable[[str, dict[str, tuple[float, float, float]]], list[RecordedRun]]
+] = {
+    "mini-swe-agent": lambda file, prices: [read_mini_swe_agent(file, prices)],
+    "swe-agent": lambda file, prices: [read_swe_agent(file, prices)],
+    "claude-code": read_claude_code,
+}
 
 
 @contextmanager
@@ -160,6 +195,15 @@ class _Runs:
         own = self._live.pop(f"trace:{trace.trace_id}", None)
         if own is not None:
             self._finished.append((own[0], own[1].outcome()))
+
+    def add_run(self, order: int, run: RecordedRun) -> None:
+        """A whole run read from an agent's log, placed after the ``order`` traces before it."""
+        info = RunInfo(run.trace_id, run.root, run.service, traced=False)
+        replayed = _Run(info, Replayer(self.settings, self._digester))
+        for item in run.items:
+            replayed.feed(item)
+        self._finished.append(((order, self._created), replayed.outcome()))
+        self._created += 1
 
     def outcomes(self) -> list[Outcome]:
         """Every run's outcome, in the order the runs were first fed (by their first trace)."""

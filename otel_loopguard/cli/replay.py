@@ -31,6 +31,8 @@ from .progress import ProgressBar
 __all__ = ["add_parser", "main"]
 
 DEFAULT_LABEL = "enabled: true"
+_FILES_NAMED = 4
+"""The summary names the files read up to this many (a directory of trajectories is counted)."""
 _PROGRESS_FROM = 1 << 20
 """Without --progress, a bar is drawn for files from this size on (and only on a terminal)."""
 
@@ -39,15 +41,22 @@ def add_parser(commands: Any) -> None:
     """The ``replay`` command's arguments."""
     parser = commands.add_parser(
         "replay",
-        help="backtest a configuration on recorded traces (OTLP JSON or protobuf files)",
+        help=(
+            "backtest a configuration on recorded traces (OTLP JSON or protobuf files) or "
+            "agents' logs (SWE-agent and mini-swe-agent trajectories, Claude Code transcripts)"
+        ),
         description=(
             "Replay recorded traces through the detectors and print, per run, what would have "
             "been warned, blocked and aborted, then a summary by detector and tool. Reads the "
             "OTLP/JSON the Collector's file exporter and `otel-loopguard demo --export-file` "
-            "write, or OTLP protobuf (length-prefixed messages, or one request)."
+            "write, or OTLP protobuf (length-prefixed messages, or one request); or agents' own "
+            "logs: mini-swe-agent (.traj.json) and SWE-agent (.traj) trajectories and Claude "
+            "Code session transcripts (~/.claude/projects/*/SESSION.jsonl), each file's runs."
         ),
     )
-    parser.add_argument("files", nargs="+", metavar="FILE", help="an OTLP trace file")
+    parser.add_argument(
+        "files", nargs="+", metavar="FILE", help="an OTLP trace file or an agent's log"
+    )
     parser.add_argument(
         "--config",
         action="append",
@@ -199,10 +208,10 @@ def _report(
         # Names come from the recording as its agent wrote them: escaped, a control character
         # must not drive the terminal (engine.names.escaped).
         service = f" ({escaped(run.service)})" if run.service else ""
-        out.append(
-            f"== trace {escaped(run.trace_id[:16])}  {escaped(run.root)}{service}: "
-            f"{first.calls} tool calls"
+        which = (
+            f"trace {escaped(run.trace_id[:16])}" if run.traced else f"run {escaped(run.trace_id)}"
         )
+        out.append(f"== {which}  {escaped(run.root)}{service}: {first.calls} tool calls")
         for label, outcome in per_config:
             if several:
                 out.append(f"  with {label}:")
@@ -215,7 +224,8 @@ def _report(
 def _summary(results: Sequence[tuple[str, list[_Outcome]]], files: Sequence[str]) -> list[str]:
     calls = sum(o.calls for o in results[0][1])
     out = [
-        f"== summary: {len(results[0][1])} runs, {calls} tool calls in {', '.join(files)}",
+        f"== summary: {len(results[0][1])} runs, {calls} tool calls in "
+        + (", ".join(files) if len(files) <= _FILES_NAMED else f"{len(files)} files"),
     ]
     tallies: list[Counter[tuple[str, str, str]]] = []
     for _, outcomes in results:

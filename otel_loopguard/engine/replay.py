@@ -68,9 +68,10 @@ class Spent:
     started: float = 0.0
     ended: float = 0.0
     agent: str | None = None
-    tools: bool | None = None
-    """Whether the reply called a tool (``None``: not known): a streak of replies that called
-    none warns (``detection/replies.py``)."""
+    tool_calls: int | None = None
+    """How many tool calls the model's reply asked for, where the recording says (``None``: it
+    does not; ``0``: a reply that called no tool, such as one an agent rejected for its format):
+    a streak of replies that called none warns (``detection/replies.py``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +149,7 @@ class Replayer:
                 item.started,
                 item.ended,
                 self._settings.for_agent(item.agent),
-                item.tools,
+                None if item.tool_calls is None else item.tool_calls > 0,
             )
             if fired is not None and not fired.blocked and fired.detector == "no_tool_streak":
                 # Given on the model call's span: a replayed step of its own, with no call.

@@ -72,6 +72,11 @@ class TraceWindow:
         self._read += 1
         return [] if self._read % _SWEEP else self._complete()
 
+    @property
+    def started(self) -> int:
+        """How many traces have been started so far (the next one's number)."""
+        return self._traces
+
     def flush(self) -> list[Trace]:
         """Every trace still held, in the order they first appear."""
         done = [Trace(trace_id, live.number, live.spans) for trace_id, live in self._live.items()]

@@ -57,7 +57,8 @@ def within_budget(
 
 def loop_start(history: Sequence[CallRecord], finding: Finding, call: ProposedCall) -> Usage | None:
     """The scope's total when the first call of the loop a finding reports was made (what the
-    loop cost is the total now, less this): the oldest of the records the finding counts."""
+    loop cost is the total now, less this): the oldest of the records that are evidence of the
+    loop (for a repeated call, those of its no-progress streak: ``_no_progress_start``)."""
     verdict = finding.verdict
     if verdict.detector == "budget_exceeded":
         return None
@@ -72,8 +73,7 @@ def loop_start(history: Sequence[CallRecord], finding: Finding, call: ProposedCa
         wanted = verdict.count
         same = lambda record: record.tool == call.tool  # noqa: E731
     else:
-        wanted = verdict.count
-        same = lambda record: record.args_fp == call.args_fp  # noqa: E731
+        return _no_progress_start(history, call.args_fp, verdict.count)
     first: CallRecord | None = None
     for record in reversed(history):
         if wanted <= 0:
@@ -81,6 +81,28 @@ def loop_start(history: Sequence[CallRecord], finding: Finding, call: ProposedCa
         if same(record):
             first = record
             wanted -= 1
+    return None if first is None else first.spent
+
+
+def _no_progress_start(history: Sequence[CallRecord], args_fp: int, wanted: int) -> Usage | None:
+    """Where a repeated call's loop starts: at the oldest of its newest records that got the
+    newest result (records with none yet, pending or vetoed, go with them), ``wanted`` at most.
+    An older record of the call that got another result was progress, not the loop: counting
+    from it (from the first of a window's records) once counted half a run's tokens as a loop's."""
+    newest: int | None = None
+    first: CallRecord | None = None
+    for record in reversed(history):
+        if wanted <= 0:
+            break
+        if record.args_fp != args_fp:
+            continue
+        if record.result_fp is not None:
+            if newest is None:
+                newest = record.result_fp
+            elif record.result_fp != newest:
+                break
+        first = record
+        wanted -= 1
     return None if first is None else first.spent
 
 

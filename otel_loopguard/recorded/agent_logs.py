@@ -1,0 +1,147 @@
+"""Agents' own logs read as runs: which format a file is, and what every such reader shares.
+
+``otel-loopguard replay`` reads OTLP files and, beside them, the logs coding agents write
+themselves: mini-swe-agent (``.traj.json``) and SWE-agent (``.traj``) trajectories
+(``trajectories.py``) and Claude Code session transcripts (``claude_code.py``). A file's format
+is told by its name and its first bytes; one that is none of these is read as OTLP, whose reader
+says what is wrong with it. Every read is bounded (docs/limits.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from ..engine.replay import Spent
+from ..engine.usage import Usage
+from ..otel import conventions
+from .file_bytes import OtlpFileError
+from .runs import RecordedRun
+
+__all__ = [
+    "HEAD_BYTES",
+    "MAX_DOCUMENT_BYTES",
+    "AgentLogError",
+    "Format",
+    "format_of",
+    "read_document",
+    "spent",
+    "tool_span",
+]
+
+Format = Literal["otlp", "mini-swe-agent", "swe-agent", "claude-code"]
+
+MAX_DOCUMENT_BYTES = 64 << 20
+"""A trajectory is one JSON document, parsed whole: a larger file is an error (real ones are
+tens of KiB to a few MiB)."""
+HEAD_BYTES = 64 << 10
+"""How much of a file's start is read to tell its format."""
+
+
+class AgentLogError(OtlpFileError):
+    """An agent's log that cannot be read: the message names the file and what was wrong."""
+
+
+def format_of(path: str) -> Format:
+    """The format of the file at ``path``: by its name (``.traj.json``, ``.traj``), else by its
+    first line (a Claude Code transcript line has a ``type``; an OTLP one never does)."""
+    name = os.path.basename(path).lower()
+    if name.endswith(".traj.json"):
+        return "mini-swe-agent"
+    if name.endswith(".traj"):
+        return "swe-agent"
+    try:
+        with open(path, "rb") as file:
+            head = file.read(HEAD_BYTES)
+    except OSError as exc:
+        raise AgentLogError(f"{path}: cannot read: {exc.strerror}") from None
+    first = head.lstrip().split(b"\n", 1)[0]
+    if not first.startswith(b"{") or b'"resourceSpans"' in first:
+        return "otlp"
+    try:
+        line = json.loads(first)
+    except ValueError:  # a line past the head, or an indented document: OTLP's reader decides
+        return "otlp"
+    if isinstance(line, dict) and isinstance(line.get("type"), str):
+        return "claude-code"
+    if isinstance(line, dict) and "trajectory_format" in line:
+        return "mini-swe-agent"
+    if isinstance(line, dict) and "trajectory" in line and "history" in line:
+        return "swe-agent"
+    return "otlp"
+
+
+def read_document(path: str, what: str) -> dict[str, Any]:
+    """The JSON object in the file at ``path`` (a ``what``), read whole, within its bound."""
+    try:
+        with open(path, "rb") as file:
+            data = file.read(MAX_DOCUMENT_BYTES + 1)
+    except OSError as exc:
+        raise AgentLogError(f"{path}: cannot read: {exc.strerror}") from None
+    if len(data) > MAX_DOCUMENT_BYTES:
+        raise AgentLogError(
+            f"{path}: a {what} larger than {MAX_DOCUMENT_BYTES >> 20} MiB is not read "
+            "(MAX_DOCUMENT_BYTES)"
+        )
+    try:
+        document = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise AgentLogError(f"{path}: not a {what}: not JSON ({why})") from None
+    if not isinstance(document, dict):
+        raise AgentLogError(
+            f"{path}: not a {what}: the file holds a JSON {type(document).__name__}, not an object"
+        )
+    return document
+
+
+def spent(
+    prices: Mapping[str, tuple[float, float, float]],
+    *,
+    input_tokens: int,
+    output_tokens: int,
+    cached: int = 0,
+    model: str | None = None,
+    cost: float | None = None,
+    when: float = 0.0,
+    tool_calls: int | None = None,
+    agent: str | None = None,
+) -> Spent:
+    """A model call as an inference span would record it, its cost read as from one: ``cost``
+    where the log recorded it, else from ``prices`` for its model (as ``replay`` prices spans)."""
+    attributes: dict[str, Any] = {
+        "gen_ai.usage.input_tokens": max(0, input_tokens),
+        "gen_ai.usage.output_tokens": max(0, output_tokens),
+        "gen_ai.usage.cache_read.input_tokens": max(0, cached),
+    }
+    if model is not None:
+        attributes["gen_ai.response.model"] = model
+    if cost is not None:
+        attributes["gen_ai.usage.cost"] = cost
+    found = conventions.usage_of(attributes, prices)
+    usage, model = found if found is not None else (Usage(), model)
+    return Spent(usage, model, when, when, agent, tool_calls)
+
+
+def tool_span(tool: str) -> str:
+    """The name a tool call's span would have had (``execute_tool NAME``), for the report."""
+    return f"execute_tool {tool}"
+
+
+def new_run(key: str, root: str, model: str | None) -> RecordedRun:
+    """A run read from an agent's log: keyed and shown by its id, its root the agent's name."""
+    return RecordedRun(key, key, root, model)
+
+
+def as_int(value: object) -> int:
+    """A token count as a log holds it: an int (not a bool), else 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def as_float(value: object) -> float | None:
+    """A cost as a log holds it: a non-negative number, else ``None``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        return None
+    return float(value)
