@@ -25,7 +25,7 @@ def changing_text(
 ) -> Finding | None:
     """The first of these detectors that fires on ``call`` against the window ``records``.
 
-    Warnings need the loop's own minimum (three makings, three turns, two returns); a block
+    Warnings need the loop's own minimum (four makings, three turns seen, three returns); a block
     needs as much evidence as the literal detectors' ``criticalThreshold`` asks of a repeat
     (a cycle of that many calls), or half the warning threshold's count of makings or returns
     (each of which is itself two calls or more).
@@ -39,7 +39,7 @@ def changing_text(
             return Finding(verdict, ("edit_undone", call.args_fp), evidence, MIN_MAKINGS)
     if cfg.shape_cycle:
         cycle = cycle_tail(records, call.shape_fp, call.args_fp)
-        if cycle.changed and cycle.calls >= MIN_TURNS * cycle.period:
+        if cycle.changed and cycle.calls > MIN_TURNS * cycle.period:
             critical = cycle.calls >= cfg.critical_threshold
             verdict = _graded("shape_cycle", critical, tool, cycle.calls)
             signature = ("shape_cycle", call.shape_fp)

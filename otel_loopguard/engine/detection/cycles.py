@@ -19,8 +19,9 @@ MIN_PERIOD, MAX_PERIOD = 2, 4
 """The steps of a cycle (one step repeated is a repeat, not a cycle; longer cycles do not fit
 three times in a window of 30 with room to tell them from work)."""
 MIN_TURNS = 3
-"""A cycle is a loop once it has come round this many times: twice is a check (apply, test,
-revert, test again without the fix), three times is the same experiment run again."""
+"""A cycle is a loop once it has come round this many times, each step's outcome seen (the
+proposed call starts one more turn): twice is a check (apply, test, revert, test again without
+the fix), three times the same experiment run again for the same outcomes."""
 
 
 class Cycle(NamedTuple):
@@ -72,7 +73,7 @@ def cycle_tail(records: Sequence[CallRecord], shape_fp: int | None, args_fp: int
         changed = changed or records[-period].args_fp != args_fp
         calls = period + matched + 1
         found = Cycle(calls, period, changed)
-        if calls >= MIN_TURNS * period:
+        if calls > MIN_TURNS * period:
             return found
         if calls > best.calls:
             best = found

@@ -17,9 +17,9 @@ from ..records import CallRecord
 
 __all__ = ["MIN_RETURNS", "Recurrence", "returns_of"]
 
-MIN_RETURNS = 2
-"""A state left and come back to once is a check (the fix reverted to see the test fail
-again); twice, the run is going round."""
+MIN_RETURNS = 3
+"""A fix checked by reverting it and making it again brings a test's outcome back twice (the
+failure without the fix, the pass with it); a third return is going round."""
 
 
 class Recurrence(NamedTuple):

@@ -16,9 +16,9 @@ from ..records import CallRecord
 
 __all__ = ["MIN_MAKINGS", "Redone", "makings_of"]
 
-MIN_MAKINGS = 3
-"""An edit made, undone and made again is often a check (the fix reverted to see the test
-fail, then restored); made a third time after another undo, the run is going round."""
+MIN_MAKINGS = 4
+"""A fix checked by reverting it and making it again is made twice; checked that way against
+a second test, three times. A fourth making after another undo is going round."""
 
 
 class Redone(NamedTuple):
