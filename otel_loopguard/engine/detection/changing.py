@@ -1,5 +1,6 @@
 """The detectors of loops whose text changes, in the order they are judged (docs/detection.md):
-an edit undone and redone, a cycle of two to four steps, a state that comes back.
+a cycle of two to four steps (the most telling: every step's outcome comes back), an edit
+undone and redone, a state that comes back.
 
 Each warns first and blocks only on strong evidence; none aborts by itself (escalation may, at
 the run's n-th critical verdict). Pure: no clock, no I/O.
@@ -32,11 +33,6 @@ def changing_text(
     """
     tool = call.tool
     strong = max(MIN_RETURNS + 1, cfg.warning_threshold // 2)
-    if cfg.edit_undone and call.edit:
-        makings, evidence = makings_of(records, call.args_fp, call.edit)
-        if makings >= MIN_MAKINGS:
-            verdict = _graded("edit_undone", makings >= strong, tool, makings)
-            return Finding(verdict, ("edit_undone", call.args_fp), evidence, MIN_MAKINGS)
     if cfg.shape_cycle:
         cycle = cycle_tail(records, call.shape_fp, call.args_fp)
         if cycle.changed and cycle.calls > MIN_TURNS * cycle.period:
@@ -44,6 +40,11 @@ def changing_text(
             verdict = _graded("shape_cycle", critical, tool, cycle.calls)
             signature = ("shape_cycle", call.shape_fp)
             return Finding(verdict, signature, cycle.calls - 1, MIN_TURNS * cycle.period)
+    if cfg.edit_undone and call.edit:
+        makings, evidence = makings_of(records, call.args_fp, call.edit)
+        if makings >= MIN_MAKINGS:
+            verdict = _graded("edit_undone", makings >= strong, tool, makings)
+            return Finding(verdict, ("edit_undone", call.args_fp), evidence, MIN_MAKINGS)
     if cfg.state_recurrence:
         returns, evidence = returns_of(records, call.args_fp)
         if returns >= MIN_RETURNS:

@@ -116,6 +116,7 @@ def shape_of_arguments(value: object) -> tuple[str, str | None]:
 # run with one failure fewer is progress). One alternation, one pass.
 _VOLATILE = re.compile(
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,9})?"
+    r"(?:Z|[+-][0-9]{2}:?[0-9]{2})?"
     r"|\b[0-9]{1,2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,9})?"
     r"|\b[0-9]+(?:\.[0-9]+)?[ ]?(?:ns|us|µs|ms|s|sec|secs|seconds?|minutes?)\b"
     r"|\b(?:pid|ppid)\b[ #:=]{0,3}[0-9]+"
