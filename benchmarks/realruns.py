@@ -38,7 +38,10 @@ sys.path.insert(0, str(HERE.parent.parent))  # the tree this script belongs to, 
 from otel_loopguard.cli.backtest import Outcome, backtest  # noqa: E402
 from otel_loopguard.config.loading import load_config  # noqa: E402
 from otel_loopguard.config.model import LoopGuardConfig  # noqa: E402
+from otel_loopguard.engine.replay import Spent  # noqa: E402
 from otel_loopguard.engine.usage import NOTHING_SPENT, Usage  # noqa: E402
+from otel_loopguard.recorded.runs import RecordedCall  # noqa: E402
+from otel_loopguard.recorded.trajectories import read_mini_swe_agent, read_swe_agent  # noqa: E402
 
 MINI_FOLDER = "swebench_results/20251118_gemini-3-pro-74pct/trajs"
 SWE_AGENT_FOLDER = "results/swe-agent-results"
@@ -99,6 +102,24 @@ def _percent(part: int, whole: int) -> str:
     return f"{part} of {whole} ({100 * part / whole:.1f} %)" if whole else "0 of 0"
 
 
+def tokens_from(path: Path, corpus: Corpus, call: int) -> int:
+    """The model-call tokens a run spent from the model call that made its call ``call`` on:
+    what stopping it there would have saved."""
+    reader = read_mini_swe_agent if corpus.name == "mini-swe-agent" else read_swe_agent
+    spent, calls, at_call = 0, 0, None
+    pending = 0  # the tokens of the model calls since the last tool call
+    for item in reader(str(path), {}).items:
+        if isinstance(item, Spent):
+            spent += item.usage.tokens
+            pending += item.usage.tokens
+        elif isinstance(item, RecordedCall):
+            calls += 1
+            if calls == call:
+                at_call = spent - pending
+            pending = 0
+    return 0 if at_call is None else spent - at_call
+
+
 def _stop(outcome: Outcome) -> int | None:
     """The call where the run would have stopped: its abort, else its first block."""
     if outcome.aborted_at is not None:
@@ -108,6 +129,7 @@ def _stop(outcome: Outcome) -> int | None:
 
 
 def report(
+    data: Path,
     corpus: Corpus,
     outcomes: dict[str, Outcome],
     resolved: dict[str, bool],
@@ -148,6 +170,19 @@ def report(
     if labels:
         out.append(f"  labelled loops: {len(labels)}")
         caught = stopped = 0
+        first: dict[str, int] = {}  # each unresolved run's earliest labelled start
+        for label in labels:
+            if label["run"] in outcomes and not resolved.get(label["run"]):
+                first[label["run"]] = min(first.get(label["run"], label["call"]), label["call"])
+        inside = sum(
+            tokens_from(corpus.path(data, run), corpus, call) for run, call in first.items()
+        )
+        bad_spent = _total([outcomes[run].spent for run in bad]).tokens
+        out.append(
+            f"  model-call tokens from each labelled loop's start to its run's end, unresolved "
+            f"runs: {inside} ({100 * inside / bad_spent if bad_spent else 0:.1f} % of theirs; "
+            "the most a stop at the labelled start could save)"
+        )
         for label in labels:
             outcome = outcomes.get(label["run"])
             if outcome is None:
@@ -163,7 +198,7 @@ def report(
             warned_at = "-" if first is None else f"#{first} ({first - start:+d})"
             stopped_at = "-" if stop is None else f"#{stop} ({stop - start:+d})"
             out.append(
-                f"    {label['run']:<40} {label['kind']:<25} starts #{start:<4} "
+                f"    {label['run']:<44} {label['kind']:<25} starts #{start:<4} "
                 f"warned {warned_at:<12} stopped {stopped_at}"
             )
         out.append(
@@ -203,7 +238,12 @@ def main() -> int:
             print(f"== {corpus.name}, {label} configuration")
             by_run = dict(zip(ids, outcomes, strict=True))
             lines = report(
-                corpus, by_run, resolved[corpus.name], labels.get(corpus.name, []), args.runs
+                args.data,
+                corpus,
+                by_run,
+                resolved[corpus.name],
+                labels.get(corpus.name, []),
+                args.runs,
             )
             print("\n".join(lines))
     return 0
