@@ -83,8 +83,12 @@ def found(
         ),
         (print_churn(3), []),
         (print_churn(6, progress=True), []),
-        (revert_cycle(4)[:10], [(10, "shape_cycle", "warning", "warn", 10)]),
-        (revert_cycle(3), []),
+        # The revert, made a third time after the re-applied fix, is an edit undone and redone.
+        (
+            revert_cycle(4)[:10],
+            [(7, "edit_undone", "warning", "warn", 3), (10, "shape_cycle", "warning", "warn", 10)],
+        ),
+        (revert_cycle(3), [(7, "edit_undone", "warning", "warn", 3)]),  # no cycle yet
     ],
     ids=["print-churn", "two-turns-and-a-half", "progress", "revert-cycle", "revert-three"],
 )
@@ -136,12 +140,14 @@ def test_an_outcome_that_flaps_with_nothing_done_between_is_no_recurrence() -> N
 @pytest.mark.parametrize(
     ("makings", "expected"),
     [
-        (3, []),  # made, checked without it, made again, checked against a second test
-        (4, [(7, "edit_undone", "warning", "warn", 4)]),
-        # The undo is made a fourth time too (call 8), then the edit a fifth.
+        (2, []),  # made, undone to check the test fails without it, made again
+        (3, [(5, "edit_undone", "warning", "warn", 3)]),
+        # The undo is made as often (one call behind); the fifth making is blocked.
         (
             5,
             [
+                (5, "edit_undone", "warning", "warn", 3),
+                (6, "edit_undone", "warning", "warn", 3),
                 (7, "edit_undone", "warning", "warn", 4),
                 (8, "edit_undone", "warning", "warn", 4),
                 (9, "edit_undone", "critical", "block", 5),
@@ -228,3 +234,78 @@ def test_each_is_switched_off_under_detectors(calls: list[Item], switch: str) ->
         "noToolStreak": "no_tool_streak",
     }[switch]
     assert detector not in {v[1] for v in found(calls, off)}
+
+
+def refused_edit(lines: str = "26:26") -> Call:
+    """SWE-agent's edit, refused by its linter (cost_2_3/django__django-12497)."""
+    refusal = "Your proposed edit has introduced new syntax error(s). E999 IndentationError"
+    return Call("edit", {"command": f"edit {lines}\nimport os\nend_of_edit"}, refusal, refusal)
+
+
+@pytest.mark.parametrize(
+    ("calls", "expected"),
+    [
+        ([refused_edit()] * 2, []),  # resent once, then the error is read
+        ([refused_edit()] * 3, [(3, "edit_resubmitted", "warning", "warn", 3)]),
+        (  # views between change nothing; another refused edit changed nothing either
+            [
+                refused_edit(),
+                Call("goto", {"command": "goto 20"}, "[File: a.py]"),
+                refused_edit("27:27"),
+                refused_edit(),
+                refused_edit(),
+            ],
+            [(5, "edit_resubmitted", "warning", "warn", 3)],
+        ),
+        (  # an edit that went through between: the file may differ now
+            [
+                refused_edit(),
+                refused_edit(),
+                Call("edit", {"command": "edit 1:1\nx\n"}, "ok"),
+                refused_edit(),
+            ],
+            [],
+        ),
+    ],
+    ids=["twice", "thrice", "views-between", "an-edit-between"],
+)
+def test_a_refused_edit_sent_again_as_it_is_warns_at_the_third_sending(
+    calls: list[Item], expected: list[tuple[int, str, str, str, int]]
+) -> None:
+    assert found(calls) == expected
+
+
+def test_a_refused_edit_sent_a_fifth_time_is_blocked() -> None:
+    verdicts = found([refused_edit()] * 5, NO_ESCALATION)
+    assert verdicts[-1] == (5, "edit_resubmitted", "critical", "block", 5)
+
+
+def test_a_script_rerun_with_its_quoting_changed_for_the_same_failure_warns() -> None:
+    # pylint-dev__pylint-8898: pylint re-run with quoting variants of one option, same output.
+    variants = ['"(foo{1,3})", bar', "foo,bar", "foo, bar", "foo,,bar", '"foo bar"']
+    calls: list[Item] = [
+        Call("bash", {"command": f"pylint --bad-names-rgxs='{v}' t.py"}, error="bad regex")
+        for v in variants
+    ]
+    assert found(calls) == [
+        (4, "shape_cycle", "warning", "warn", 4),
+        (5, "shape_cycle", "warning", "warn", 5),
+    ]
+
+
+def test_edits_one_after_another_are_no_one_step_cycle() -> None:
+    calls: list[Item] = [bash(f"sed -i '{n}i x{n}' q.py") for n in range(8)]
+    assert found(calls) == []
+
+
+def test_calls_of_one_shape_that_succeed_alike_are_no_one_step_cycle() -> None:
+    calls: list[Item] = [bash(f"echo {n} > /dev/null") for n in range(8)]
+    assert found(calls) == []
+
+
+def test_the_same_print_inserted_at_another_line_is_the_same_edit() -> None:
+    # django__django-15280: inserted at 1895, deleted, re-inserted at 1912, ... a third time.
+    calls: list[Item] = []
+    for line in (1895, 1912, 1930):
+        calls += [bash(f"sed -i '{line}i\\    print(obj)' q.py"), bash(f"sed -i '{line}d' q.py")]
+    assert found(calls)[0] == (5, "edit_undone", "warning", "warn", 3)

@@ -8,6 +8,7 @@ import pytest
 from otel_loopguard.engine.identity.shell import (
     MAX_SHAPE_CHARS,
     MAX_STATE_CHARS,
+    edit_of_command,
     is_edit,
     shape_of_arguments,
     shape_of_command,
@@ -95,19 +96,46 @@ def test_a_read_tool_without_a_command_is_no_edit() -> None:
 
 
 @pytest.mark.parametrize(
-    ("value", "shape", "command"),
+    ("value", "shaped"),
     [
-        ({"command": "sed -n '1,5p' f.py"}, "command=sed -n '' f.py", "sed -n '' f.py"),
-        ("ls 1", "ls #", "ls #"),
-        ({"path": "f1.txt", "line": 12}, "line=#\x1fpath=f#.txt", "f#.txt"),
-        ({"a": [1], "b": None}, "a:list\x1fb:NoneType", None),
-        (7, "#", None),
+        (
+            {"command": "sed -n '1,5p' f.py"},
+            ("command=sed -n '' f.py", "sed -n '' f.py", "sed -n '1,5p' f.py"),
+        ),
+        ("ls 1", ("ls #", "ls #", "ls 1")),
+        ({"path": "f1.txt", "line": 12}, ("line=#\x1fpath=f#.txt", "f#.txt", "f1.txt")),
+        ({"a": [1], "b": None}, ("a:list\x1fb:NoneType", None, None)),
+        (7, ("#", None, None)),
     ],
 )
 def test_arguments_are_shaped_one_level_deep(
-    value: object, shape: str, command: str | None
+    value: object, shaped: tuple[str, str | None, str | None]
 ) -> None:
-    assert shape_of_arguments(value) == (shape, command)
+    assert tuple(shape_of_arguments(value)) == shaped
+
+
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [
+        ("sed -i '1895i\\    print(obj)' q.py", "sed -i '1912i\\    print(obj)' q.py"),
+        ("sed -i '380,381c\\ x = 1' f.py", "sed -i '146,148c\\ x = 1' f.py"),
+        ("edit 10:12\nfoo = 1\nend_of_edit", "edit 30:31\nfoo = 1\nend_of_edit"),
+    ],
+)
+def test_an_edit_made_at_another_line_is_the_same_edit(one: str, other: str) -> None:
+    assert edit_of_command(one) == edit_of_command(other)
+
+
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [
+        ("sed -i '5i\\    print(a)' q.py", "sed -i '5i\\    print(b)' q.py"),
+        ("sed -i '5i x' q.py", "sed -i '5i x' r.py"),
+        ("sed -i 's/a1/b2/' f", "sed -i 's/a1/b3/' f"),  # numbers in the text it writes stay
+    ],
+)
+def test_another_text_or_file_is_another_edit(one: str, other: str) -> None:
+    assert edit_of_command(one) != edit_of_command(other)
 
 
 @pytest.mark.parametrize(

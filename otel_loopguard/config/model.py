@@ -103,6 +103,7 @@ class DetectorToggles(_Block):
     shape_cycle: StrictBool | None = None
     state_recurrence: StrictBool | None = None
     edit_undone: StrictBool | None = None
+    edit_resubmitted: StrictBool | None = None
     no_tool_streak: StrictBool | None = None
 
 

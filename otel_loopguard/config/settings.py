@@ -118,6 +118,7 @@ class ResolvedConfig:
     shape_cycle: bool = True
     state_recurrence: bool = True
     edit_undone: bool = True
+    edit_resubmitted: bool = True
     no_tool_streak: bool = True
     """The detectors of loops whose text changes (docs/detection.md); ``profile: openclaw``
     has none of them."""
@@ -179,7 +180,9 @@ class ResolvedConfig:
         object.__setattr__(self, "rolling_enabled", self.enabled is True)
         object.__setattr__(self, "active", self.enabled is not False)
         object.__setattr__(self, "poll_tools", frozenset(rule.tool for rule in self.poll_rules))
-        shapes = self.shape_cycle or self.state_recurrence or self.edit_undone
+        shapes = (
+            self.shape_cycle or self.state_recurrence or self.edit_undone or self.edit_resubmitted
+        )
         object.__setattr__(self, "shapes_read", self.enabled is True and shapes)
 
     def is_poll(self, tool: str, args: object) -> bool:
@@ -239,6 +242,7 @@ OPENCLAW_DEFAULTS = ResolvedConfig(
     shape_cycle=False,
     state_recurrence=False,
     edit_undone=False,
+    edit_resubmitted=False,
     no_tool_streak=False,
 )
 """``profile: openclaw``'s defaults: OpenClaw 2026.9.6's rules, no volatile keys of ours, a
@@ -317,6 +321,7 @@ def _normalise(block: LoopDetectionConfig, label: str, notes: list[str]) -> Reso
         shape_cycle=_pick(toggles.shape_cycle, defaults.shape_cycle),
         state_recurrence=_pick(toggles.state_recurrence, defaults.state_recurrence),
         edit_undone=_pick(toggles.edit_undone, defaults.edit_undone),
+        edit_resubmitted=_pick(toggles.edit_resubmitted, defaults.edit_resubmitted),
         no_tool_streak=_pick(toggles.no_tool_streak, defaults.no_tool_streak),
         compaction_window_size=(guard and guard.window_size) or defaults.compaction_window_size,
         observe_only=_pick(block.observe_only, defaults.observe_only),

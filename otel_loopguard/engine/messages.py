@@ -111,6 +111,8 @@ def _facts(detector: str, tool: str, count: int, paired: str | None) -> str:
         return f"{tool} came back {count} times to an outcome it had already given and left"
     if detector == "edit_undone":
         return f"the same {tool} edit was made {count} times, undone in between"
+    if detector == "edit_resubmitted":
+        return f"the same {tool} edit was sent {count} times and refused the same way each time"
     if detector == "no_tool_streak":
         return f"the last {count} model replies called no tool"
     return f"{detector}: {tool} x{count}"
@@ -183,6 +185,7 @@ _CHANGING = {
         "The changes in between are being undone: settle on one approach, or try a different one."
     ),
     "edit_undone": "Decide whether the edit belongs before making it again.",
+    "edit_resubmitted": "The same edit will be refused again: read the error and change the edit.",
     "no_tool_streak": (
         "Each reply must contain exactly one tool call in the format the agent expects."
     ),

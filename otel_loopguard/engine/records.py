@@ -51,8 +51,9 @@ class CallRecord:
     shape_fp: int | None = None
     """The call's shape (``identity/shell.py``: numbers and quoted text blanked), when the
     detectors of loops whose text changes run."""
-    edit: bool = False
-    """The call changes a file (an editing tool, a shell command that writes one)."""
+    edit_fp: int | None = None
+    """The edit the call makes, when it changes a file (``identity/shell.py``: line addresses
+    blanked, the text it writes kept); ``None`` for any other call."""
     state_fp: int | None = None
     """The outcome with clock times, durations, pids and addresses blanked (``result_fp`` when
     nothing in it was volatile), when the detectors of loops whose text changes run."""
@@ -84,7 +85,7 @@ class ProposedCall(NamedTuple):
     ``kind`` says how the outcome is read. ``unrecorded``: the span recorded no arguments
     (content capture off): ``args_fp`` is then unique to the span, so the call is never the
     same call as another, and an ask of the same tool is matched by its name alone.
-    ``shape_fp`` and ``edit`` are read by the detectors of loops whose text changes.
+    ``shape_fp`` and ``edit_fp`` are read by the detectors of loops whose text changes.
     """
 
     tool: str
@@ -96,5 +97,5 @@ class ProposedCall(NamedTuple):
     unrecorded: bool = False
     shape_fp: int | None = None
     """The call's shape digest (``identity/shell.py``), when a detector reads it."""
-    edit: bool = False
-    """The call changes a file."""
+    edit_fp: int | None = None
+    """The edit the call makes, when it changes a file (``identity/shell.py``)."""

@@ -180,6 +180,7 @@ DIFFERENCES: dict[str, dict[str, Any]] = {
         "shape_cycle": False,
         "state_recurrence": False,
         "edit_undone": False,
+        "edit_resubmitted": False,
         "no_tool_streak": False,
     },
 }

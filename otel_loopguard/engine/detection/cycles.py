@@ -1,4 +1,5 @@
-"""Cycles of two to four steps whose text changes: revert, re-apply the fix, re-run, fail.
+"""Cycles of one to four steps whose text changes: revert, re-apply the fix, re-run, fail; or a
+failing script re-run with its quoting changed, for the same failure.
 
 A pure function over a window of call records (no clock, no I/O). A step is a call's shape
 (numbers and quoted text blanked: ``identity/shell.py``) and its outcome's state, so a cycle
@@ -15,9 +16,10 @@ from ..records import CallRecord
 
 __all__ = ["MAX_PERIOD", "MIN_PERIOD", "MIN_TURNS", "Cycle", "cycle_tail"]
 
-MIN_PERIOD, MAX_PERIOD = 2, 4
-"""The steps of a cycle (one step repeated is a repeat, not a cycle; longer cycles do not fit
-three times in a window of 30 with room to tell them from work)."""
+MIN_PERIOD, MAX_PERIOD = 1, 4
+"""The steps of a cycle. One step is a failing call retried with its text changed, failing the
+same way (a script re-run with its quoting changed); longer cycles do not fit three times in a
+window of 30 with room to tell them from work."""
 MIN_TURNS = 3
 """A cycle is a loop once it has come round this many times, each step's outcome seen (the
 proposed call starts one more turn): twice is a check (apply, test, revert, test again without
@@ -45,6 +47,12 @@ def _step(record: CallRecord) -> tuple[int, int | str] | None:
     return record.shape_fp, record.outcome if state is None else state
 
 
+def _failed_retry(record: CallRecord) -> bool:
+    """A one-step cycle's step: a call that failed (or changed nothing), not an edit (whose
+    outcome says nothing), not a missing tool (``unknown_tool_repeat``'s)."""
+    return record.no_progress and record.edit_fp is None and record.unknown_tool is None
+
+
 def cycle_tail(records: Sequence[CallRecord], shape_fp: int | None, args_fp: int) -> Cycle:
     """The shortest period whose tail, continued by the call ``args_fp`` of shape ``shape_fp``,
     has come round :data:`MIN_TURNS` times; else the longest tail found (``calls`` 0: none)."""
@@ -56,8 +64,11 @@ def cycle_tail(records: Sequence[CallRecord], shape_fp: int | None, args_fp: int
         if size < period or records[-period].shape_fp != shape_fp:
             continue
         head = [records[i].shape_fp for i in range(size - period, size)]
-        if len(set(head)) < 2:
-            continue  # one shape repeated: a repeat, not a cycle
+        if period == 1:
+            if not _failed_retry(records[-1]):
+                continue  # calls of one shape that succeed alike: a day's weather, an echo
+        elif len(set(head)) < 2:
+            continue  # one shape over a longer period: the one-step cycle, already judged
         matched = 0
         changed = False
         index = size - 1

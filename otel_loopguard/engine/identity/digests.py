@@ -55,10 +55,15 @@ def digest_call(
             unrecorded=True,
         )
     key, value, value_fp, kwargs_fp = fp.call_keys(tool, args)
-    shape_fp, edit = None, False
+    shape_fp = edit_fp = None
     if cfg.shapes_read:
-        text, command = shell.shape_of_arguments(value)
-        shape_fp, edit = fp.shape_key(tool, text), shell.is_edit(tool, command)
+        shaped = shell.shape_of_arguments(value)
+        shape_fp = fp.shape_key(tool, shaped.shape)
+        if shell.is_edit(tool, shaped.command):
+            # An editing tool's call is its edit; a shell command's, its text with line
+            # addresses blanked (the same print inserted at another line is the same edit).
+            raw = shaped.raw
+            edit_fp = key if raw is None else fp.edit_key(tool, shell.edit_of_command(raw))
     return ProposedCall(  # positional: a named tuple is made faster so (one per new call)
         sys.intern(tool),  # tool
         key,  # args_fp
@@ -68,7 +73,7 @@ def digest_call(
         kwargs_fp,  # kwargs_fp
         False,  # unrecorded
         shape_fp,  # shape_fp
-        edit,  # edit
+        edit_fp,  # edit_fp
     )
 
 

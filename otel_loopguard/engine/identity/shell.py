@@ -13,10 +13,13 @@ and its patterns are linear (literal-led, with disjoint or bounded repetitions).
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 __all__ = [
     "MAX_SHAPE_CHARS",
     "MAX_STATE_CHARS",
+    "Shaped",
+    "edit_of_command",
     "is_edit",
     "shape_of_arguments",
     "shape_of_command",
@@ -81,9 +84,17 @@ _COMMAND_KEYS = ("command", "cmd", "script", "code", "input")
 _MAX_SHAPED_KEYS = 16
 
 
-def shape_of_arguments(value: object) -> tuple[str, str | None]:
-    """A call's shape text, and the shape of its command if it has one (a text argument, or a
-    text under ``command``, ``cmd``, ``script``, ``code`` or ``input``, or a mapping's one text).
+class Shaped(NamedTuple):
+    """A call's shape text; the shape of its command, if it has one; the command as written."""
+
+    shape: str
+    command: str | None
+    raw: str | None
+
+
+def shape_of_arguments(value: object) -> Shaped:
+    """A call's shape, and its command if it has one (a text argument, or a text under
+    ``command``, ``cmd``, ``script``, ``code`` or ``input``, or a mapping's one text).
 
     A mapping's texts are shaped as commands, its numbers written ``#``, other values by their
     type: one level, at most :data:`_MAX_SHAPED_KEYS` keys (the literal digest tells calls
@@ -91,24 +102,41 @@ def shape_of_arguments(value: object) -> tuple[str, str | None]:
     """
     if isinstance(value, str):
         shape = shape_of_command(value)
-        return shape, shape
+        return Shaped(shape, shape, value)
     if type(value) is not dict:
-        return ("#" if isinstance(value, (int, float)) else type(value).__name__), None
+        return Shaped("#" if isinstance(value, (int, float)) else type(value).__name__, None, None)
     parts: list[str] = []
     texts: dict[str, str] = {}
     for key in sorted(map(str, value))[:_MAX_SHAPED_KEYS]:
         item = value.get(key)
         if isinstance(item, str):
-            texts[key] = shape_of_command(item)
-            parts.append(f"{key}={texts[key]}")
+            texts[key] = item
+            parts.append(f"{key}={shape_of_command(item)}")
         elif isinstance(item, (int, float)) and not isinstance(item, bool):
             parts.append(f"{key}=#")
         else:
             parts.append(f"{key}:{type(item).__name__}")
-    command = next((texts[k] for k in _COMMAND_KEYS if k in texts), None)
-    if command is None and len(texts) == 1:
-        (command,) = texts.values()
-    return "\x1f".join(parts), command
+    raw = next((texts[k] for k in _COMMAND_KEYS if k in texts), None)
+    if raw is None and len(texts) == 1:
+        (raw,) = texts.values()
+    return Shaped("\x1f".join(parts), None if raw is None else shape_of_command(raw), raw)
+
+
+_LINE_ADDRESS = re.compile(
+    r"(?<=['\"])[0-9]{1,9}(?:,[0-9]{1,9})?(?=[a-zA-Z{!])"
+    r"|(?<=\bedit )[0-9]{1,9}:[0-9]{1,9}\b"
+)
+"""A ``sed`` script's line address (``'1895i``, ``'380,381c``, ``'118s``) and SWE-agent's
+``edit N:M``."""
+
+
+def edit_of_command(text: str) -> str:
+    """The edit a command makes: ``text`` with line addresses blanked and nothing else, so the
+    same print inserted at line 1895, then at 1912, is one edit, while another print, or the
+    same one in another file, is another. Addresses are read in the command's start
+    (:data:`MAX_SHAPE_CHARS`); the rest is kept as it is."""
+    head = _LINE_ADDRESS.sub("#", text[:MAX_SHAPE_CHARS])
+    return head + text[MAX_SHAPE_CHARS:]
 
 
 # The parts of an output that change between two runs of one program whose result did not:

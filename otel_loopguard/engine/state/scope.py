@@ -35,7 +35,7 @@ def _record(call: ProposedCall, call_id: str | None) -> CallRecord:
         args_fp=call.args_fp,
         call_id=call_id,
         shape_fp=call.shape_fp,
-        edit=call.edit,
+        edit_fp=call.edit_fp,
     )
 
 
