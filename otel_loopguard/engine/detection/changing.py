@@ -23,20 +23,24 @@ __all__ = ["changing_text"]
 
 
 def changing_text(
-    records: Sequence[CallRecord], call: ProposedCall, cfg: ResolvedConfig
+    records: Sequence[CallRecord], call: ProposedCall, cfg: ResolvedConfig, seen: int | None
 ) -> Finding | None:
-    """The first of these detectors that fires on ``call`` against the window ``records``.
+    """The first of these detectors that fires on ``call`` against the window ``records``;
+    ``seen``, if known, how many records of the call the window holds (a shortcut: an outcome
+    comes back only to a call made often enough).
 
     Warnings need the loop's own minimum (three turns of a cycle seen, two refusals, three
     makings, three returns); a block needs as much evidence as the literal detectors'
     ``criticalThreshold`` asks of a repeat (a cycle of that many calls), or half the warning
     threshold's count of sendings, makings or returns (each of them a call or more).
     """
+    edit = call.edit_fp is not None
+    recurs = seen is None or seen > MIN_RETURNS  # its first outcome, then a return each
     for judge, switched_on in (
         (_cycle, cfg.shape_cycle),
-        (_resubmitted, cfg.edit_resubmitted),
-        (_redone, cfg.edit_undone),
-        (_recurrence, cfg.state_recurrence),
+        (_resubmitted, cfg.edit_resubmitted and edit),
+        (_redone, cfg.edit_undone and edit),
+        (_recurrence, cfg.state_recurrence and recurs and not edit),
     ):
         if switched_on:
             found = judge(records, call, cfg)

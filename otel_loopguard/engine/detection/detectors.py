@@ -259,7 +259,10 @@ def evaluate(
         if found is not None:
             return found
     if cfg.shapes_read:  # loops whose text changes (changing.py): a bounded walk or three
-        return changing_text(window(history, cfg.history_size + pending), call, cfg)
+        records = window(history, cfg.history_size + pending)
+        return changing_text(
+            records, call, cfg, None if counts is None else counts.get(call.args_fp, 0)
+        )
     return None
 
 

@@ -30,9 +30,11 @@ MAX_SHAPE_CHARS = 4096
 """A command's shape is made of this much of its start: two commands alike there, once
 blanked, have one shape (a heredoc's body, the bulk of a long command, is blanked anyway)."""
 
-MAX_STATE_CHARS = 8192
+MAX_STATE_CHARS = 2048
 """An output's state blanks this much of its start and as much of its end (where a test run
-prints its summary); what lies between counts as it is (its digest is the text's own)."""
+prints its summary and its time); what lies between counts as it is (its digest is the text's
+own). Bounded so that a tool call's outcome costs no more than a few microseconds more here
+however long its output: blanking reads about 10 ns a character."""
 
 _HEREDOC = re.compile(r"<<-?[ \t]*(['\"]?)([A-Za-z_][A-Za-z0-9_]{0,31})\1")
 _QUOTED = re.compile(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"")
@@ -106,28 +108,27 @@ def shape_of_arguments(value: object) -> Shaped:
     if type(value) is not dict:
         return Shaped("#" if isinstance(value, (int, float)) else type(value).__name__, None, None)
     parts: list[str] = []
-    texts: dict[str, str] = {}
+    texts: dict[str, tuple[str, str]] = {}  # a text argument, and its shape
     for key in sorted(map(str, value))[:_MAX_SHAPED_KEYS]:
         item = value.get(key)
         if isinstance(item, str):
-            texts[key] = item
-            parts.append(f"{key}={shape_of_command(item)}")
+            texts[key] = (item, shape_of_command(item))
+            parts.append(f"{key}={texts[key][1]}")
         elif isinstance(item, (int, float)) and not isinstance(item, bool):
             parts.append(f"{key}=#")
         else:
             parts.append(f"{key}:{type(item).__name__}")
-    raw = next((texts[k] for k in _COMMAND_KEYS if k in texts), None)
-    if raw is None and len(texts) == 1:
-        (raw,) = texts.values()
-    return Shaped("\x1f".join(parts), None if raw is None else shape_of_command(raw), raw)
+    command = next((texts[k] for k in _COMMAND_KEYS if k in texts), None)
+    if command is None and len(texts) == 1:
+        (command,) = texts.values()
+    shape = "\x1f".join(parts)
+    return Shaped(shape, None, None) if command is None else Shaped(shape, command[1], command[0])
 
 
-_LINE_ADDRESS = re.compile(
-    r"(?<=['\"])[0-9]{1,9}(?:,[0-9]{1,9})?(?=[a-zA-Z{!])"
-    r"|(?<=\bedit )[0-9]{1,9}:[0-9]{1,9}\b"
-)
-"""A ``sed`` script's line address (``'1895i``, ``'380,381c``, ``'118s``) and SWE-agent's
-``edit N:M``."""
+_SED_ADDRESS = re.compile(r"(['\"])[0-9]{1,9}(?:,[0-9]{1,9})?(?=[a-zA-Z{!])")
+"""A ``sed`` script's line address, after its opening quote: ``'1895i``, ``'380,381c``."""
+_EDIT_LINES = re.compile(r"edit [0-9]{1,9}:[0-9]{1,9}\b")
+"""SWE-agent's ``edit N:M``."""
 
 
 def edit_of_command(text: str) -> str:
@@ -135,33 +136,42 @@ def edit_of_command(text: str) -> str:
     same print inserted at line 1895, then at 1912, is one edit, while another print, or the
     same one in another file, is another. Addresses are read in the command's start
     (:data:`MAX_SHAPE_CHARS`); the rest is kept as it is."""
-    head = _LINE_ADDRESS.sub("#", text[:MAX_SHAPE_CHARS])
+    head = _SED_ADDRESS.sub(r"\1#", text[:MAX_SHAPE_CHARS])
+    if "edit " in head:
+        head = _EDIT_LINES.sub("edit #", head)
     return head + text[MAX_SHAPE_CHARS:]
 
 
 # The parts of an output that change between two runs of one program whose result did not:
 # clock times, dates, durations, pids, memory addresses. Counts and line numbers stay (a test
-# run with one failure fewer is progress). One alternation, one pass.
+# run with one failure fewer is progress). One pass led by a digit (the regular expression
+# engine then skips to digits: five times faster than alternatives led by a word boundary),
+# and one for pids where the text names one.
 _VOLATILE = re.compile(
-    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,9})?"
+    r"[0-9](?:[0-9]{3}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,9})?"
     r"(?:Z|[+-][0-9]{2}:?[0-9]{2})?"
-    r"|\b[0-9]{1,2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,9})?"
-    r"|\b[0-9]+(?:\.[0-9]+)?[ ]?(?:ns|us|µs|ms|s|sec|secs|seconds?|minutes?)\b"
-    r"|\b(?:pid|ppid)\b[ #:=]{0,3}[0-9]+"
-    r"|\b0x[0-9a-fA-F]{4,16}\b",
+    r"|[0-9]?:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,9})?"
+    r"|[0-9]*(?:\.[0-9]+)?[ ]?(?:ns|us|ms|s|sec|secs|seconds?|minutes?)\b"
+    r"|x[0-9a-fA-F]{4,16}\b)",
     re.ASCII,
 )
+_PID = re.compile(r"\bp?pid\b[ #:=]{0,3}[0-9]+", re.ASCII)
+
+
+def _blanked(text: str) -> str:
+    text = _VOLATILE.sub("#", text)
+    return _PID.sub("#", text) if "pid" in text else text
 
 
 def state_of_output(text: str) -> str | None:
     """``text`` with clock times, durations, pids and memory addresses blanked; ``None`` when
     nothing in it is volatile (its state is then the output itself)."""
     if len(text) <= 2 * MAX_STATE_CHARS:
-        blanked = _VOLATILE.sub("#", text)
+        blanked = _blanked(text)
         return None if blanked == text else blanked
     head, tail = text[:MAX_STATE_CHARS], text[-MAX_STATE_CHARS:]
     middle = text[MAX_STATE_CHARS:-MAX_STATE_CHARS]
-    blanked_head, blanked_tail = _VOLATILE.sub("#", head), _VOLATILE.sub("#", tail)
+    blanked_head, blanked_tail = _blanked(head), _blanked(tail)
     if blanked_head == head and blanked_tail == tail:
         return None
     return f"{blanked_head}{middle}{blanked_tail}"
