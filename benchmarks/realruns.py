@@ -16,7 +16,7 @@ Each run is replayed with ``otel-loopguard replay``'s reader and engine (one fil
 the default configuration (``enabled: true``) and each ``--config``, and the script prints per
 corpus: resolved runs blocked or aborted (target 0) and warned (target at most 5 %), each
 labelled loop (``benchmarks/realruns/labels.json``) warned or stopped and at which call against
-the call its label says it starts at, and the model-call tokens after the stop in unresolved runs
+the calls its label says it spans, and the model-call tokens after the stop in unresolved runs
 (what stopping would have saved). Calls are numbered as ``otel-loopguard replay`` numbers them
 (``#1`` is a run's first tool call). Nothing is asserted: the figures are printed.
 """
@@ -187,19 +187,21 @@ def report(
             outcome = outcomes.get(label["run"])
             if outcome is None:
                 continue
-            start = label["call"]
-            # A detection counts for the loop from its labelled start on: one before it is about
-            # something else.
-            first = next((s.number for s in outcome.steps if s.number >= start), None)
+            start, end = label["call"], label["end"]
+            # A detection counts for the loop inside its labelled calls only: one before or after
+            # is about something else (and one before it is shown apart).
+            inside = [s.number for s in outcome.steps if start <= s.number <= end]
             stop = _stop(outcome)
-            stop = stop if stop is not None and stop >= start else None
-            caught += first is not None
+            stop = stop if stop is not None and start <= stop <= end else None
+            earlier = [s.number for s in outcome.steps if s.number < start]
+            caught += bool(inside)
             stopped += stop is not None
-            warned_at = "-" if first is None else f"#{first} ({first - start:+d})"
+            warned_at = f"#{inside[0]} ({inside[0] - start:+d})" if inside else "-"
             stopped_at = "-" if stop is None else f"#{stop} ({stop - start:+d})"
+            before = f"  (a detection before it: #{earlier[0]})" if earlier else ""
             out.append(
-                f"    {label['run']:<44} {label['kind']:<25} starts #{start:<4} "
-                f"warned {warned_at:<12} stopped {stopped_at}"
+                f"    {label['run']:<44} {label['kind']:<25} #{start}-#{end:<4} "
+                f"warned {warned_at:<12} stopped {stopped_at}{before}"
             )
         out.append(
             f"  labelled loops warned: {_percent(caught, len(labels))}; "

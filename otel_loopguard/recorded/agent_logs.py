@@ -28,6 +28,8 @@ __all__ = [
     "format_of",
     "read_document",
     "spent",
+    "stem",
+    "text_of",
     "tool_span",
 ]
 
@@ -133,6 +135,26 @@ def tool_span(tool: str) -> str:
 def new_run(key: str, root: str, model: str | None) -> RecordedRun:
     """A run read from an agent's log: keyed and shown by its id, its root the agent's name."""
     return RecordedRun(key, key, root, model)
+
+
+def text_of(content: object) -> str:
+    """A message's or a result's text: itself, or its text parts joined (a list of content blocks,
+    as newer formats write it; an image counts as nothing)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            part["text"]
+            for part in content
+            if isinstance(part, dict) and isinstance(part.get("text"), str)
+        )
+    return ""
+
+
+def stem(path: str, suffix: str) -> str:
+    """The file's name without ``suffix`` (any case), where it ends with it."""
+    name = os.path.basename(path)
+    return name[: -len(suffix)] if name.lower().endswith(suffix) else name
 
 
 def as_int(value: object) -> int:

@@ -14,7 +14,6 @@ mapping in full.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -22,7 +21,7 @@ from typing import Any, BinaryIO
 
 from ..engine.replay import COMPACTION, Call, Spent
 from ..engine.usage import NOTHING_SPENT
-from .agent_logs import AgentLogError, as_int, new_run, spent, tool_span
+from .agent_logs import AgentLogError, as_int, new_run, spent, stem, text_of, tool_span
 from .runs import RecordedCall, RecordedRun
 
 __all__ = ["MAX_TRANSCRIPT_LINE_BYTES", "read_claude_code"]
@@ -151,7 +150,9 @@ class _Reader:
 
     def _session(self, line: dict[str, Any]) -> _Session:
         session_id = line.get("sessionId")
-        key = session_id if isinstance(session_id, str) and session_id else _stem(self._path)
+        key = (
+            session_id if isinstance(session_id, str) and session_id else stem(self._path, ".jsonl")
+        )
         if line.get("isSidechain") is True:
             agent = line.get("agentId")
             key += f" agent {agent}" if isinstance(agent, str) else f" chain {self._chain(line)}"
@@ -219,24 +220,11 @@ def _result(session: _Session, block: dict[str, Any]) -> None:
         return
     recorded = session.run.items[index]
     assert isinstance(recorded, RecordedCall)
-    text = _text(block.get("content"))
+    text = text_of(block.get("content"))
     error = text if block.get("is_error") is True else None
     session.run.items[index] = replace(
         recorded, call=replace(recorded.call, result=text, error=error)
     )
-
-
-def _text(content: object) -> str:
-    """A result's text: itself, or its text blocks joined (an image counts as nothing)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            part["text"]
-            for part in content
-            if isinstance(part, dict) and isinstance(part.get("text"), str)
-        )
-    return ""
 
 
 def _seconds(timestamp: object) -> float:
@@ -247,8 +235,3 @@ def _seconds(timestamp: object) -> float:
         return datetime.fromisoformat(timestamp).timestamp()
     except ValueError:
         return 0.0
-
-
-def _stem(path: str) -> str:
-    name = os.path.basename(path)
-    return name[:-6] if name.endswith(".jsonl") else name

@@ -19,7 +19,6 @@ docs/replay.md gives the mapping in full.
 from __future__ import annotations
 
 import ast
-import os
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -32,6 +31,8 @@ from .agent_logs import (
     new_run,
     read_document,
     spent,
+    stem,
+    text_of,
     tool_span,
 )
 from .runs import RecordedCall, RecordedRun
@@ -71,14 +72,14 @@ def read_mini_swe_agent(path: str, prices: Mapping[str, tuple[float, float, floa
     if not isinstance(messages, list):
         raise AgentLogError(f"{path}: not a mini-swe-agent trajectory: no 'messages' list")
     instance = document.get("instance_id")
-    key = instance if isinstance(instance, str) and instance else _stem(path, ".traj.json")
+    key = instance if isinstance(instance, str) and instance else stem(path, ".traj.json")
     run = new_run(key, "mini-swe-agent", None)
     for index, message in enumerate(messages):
         if not isinstance(message, dict):
             raise AgentLogError(f"{path}: message {index} is not an object")
         if message.get("role") != "assistant":
             continue
-        text = _text(message.get("content"))
+        text = text_of(message.get("content"))
         response = _member(_member(message, "extra"), "response")
         usage = _member(response, "usage")
         model = response.get("model")
@@ -125,15 +126,15 @@ def read_swe_agent(path: str, prices: Mapping[str, tuple[float, float, float]]) 
     prompt = _prompt_chars(history if isinstance(history, list) else [])
     sent_weights, received_weights = [], []
     for step in made:
-        reply = _text(step.get("response")) or step["action"]
+        reply = text_of(step.get("response")) or step["action"]
         sent_weights.append(prompt)
         received_weights.append(len(reply))
-        prompt += len(reply) + len(_text(step.get("observation")))
+        prompt += len(reply) + len(text_of(step.get("observation")))
     sent = _apportion(as_int(stats.get("tokens_sent")), sent_weights)
     received = _apportion(as_int(stats.get("tokens_received")), received_weights)
     cost = as_float(stats.get("instance_cost"))
     total = sum(sent) + sum(received)
-    run = new_run(_stem(path, ".traj"), "SWE-agent", None)
+    run = new_run(stem(path, ".traj"), "SWE-agent", None)
     for step, tokens_in, tokens_out in zip(made, sent, received, strict=True):
         action: str = step["action"]
         words = action.split(maxsplit=1)
@@ -182,7 +183,7 @@ def _prompt_chars(history: list[Any]) -> int:
     for message in history:
         if not isinstance(message, dict) or message.get("role") == "assistant":
             break
-        chars += len(_text(message.get("content")))
+        chars += len(text_of(message.get("content")))
     return chars
 
 
@@ -209,27 +210,9 @@ def _observation(messages: list[Any], index: int) -> str | None:
     message = messages[index]
     if not isinstance(message, dict) or message.get("role") == "assistant":
         return None
-    return _text(message.get("content"))
-
-
-def _text(content: object) -> str:
-    """A message's text: itself, or its text parts joined (the newer list form)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            part["text"]
-            for part in content
-            if isinstance(part, dict) and isinstance(part.get("text"), str)
-        )
-    return ""
+    return text_of(message.get("content"))
 
 
 def _member(parent: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     value = parent.get(name)
     return value if isinstance(value, dict) else {}
-
-
-def _stem(path: str, suffix: str) -> str:
-    name = os.path.basename(path)
-    return name[: -len(suffix)] if name.lower().endswith(suffix) else name
