@@ -309,3 +309,16 @@ def test_the_same_print_inserted_at_another_line_is_the_same_edit() -> None:
     for line in (1895, 1912, 1930):
         calls += [bash(f"sed -i '{line}i\\    print(obj)' q.py"), bash(f"sed -i '{line}d' q.py")]
     assert found(calls)[0] == (5, "edit_undone", "warning", "warn", 3)
+
+
+def test_an_outcome_first_given_by_another_call_comes_back_too() -> None:
+    # sphinx-doc__sphinx-8035: index.rst written and built in one command; later the build by
+    # itself, after each rewrite of conf.py, gives those earlier builds' outputs again.
+    build = "cd reproduction && sphinx-build -b text . _build/text"
+    calls: list[Item] = [
+        bash(f"cat <<'EOF' > index.rst\nv{n}\nEOF\n{build}", f"build output {n}") for n in range(3)
+    ]
+    for n in range(4):
+        calls += [bash(f"cat <<'EOF' > conf.py\nc{n}\nEOF"), bash(build, f"build output {n % 3}")]
+    assert found(calls)[-1][:2] == (len(calls), "state_recurrence")
+    assert [v[0] for v in found(calls)] == [len(calls)]

@@ -35,7 +35,7 @@ def changing_text(
     threshold's count of sendings, makings or returns (each of them a call or more).
     """
     edit = call.edit_fp is not None
-    recurs = seen is None or seen > MIN_RETURNS  # its first outcome, then a return each
+    recurs = seen is None or seen >= MIN_RETURNS  # a return is one of its calls
     for judge, switched_on in (
         (_cycle, cfg.shape_cycle),
         (_resubmitted, cfg.edit_resubmitted and edit),

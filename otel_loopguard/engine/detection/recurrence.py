@@ -36,25 +36,25 @@ _NONE = Recurrence(0, 0)
 
 
 def returns_of(records: Sequence[CallRecord], args_fp: int) -> Recurrence:
-    """The returns of the call ``args_fp`` in ``records``: the outcomes it gave that it had
-    given before, with an edit made since its previous call. Edits themselves are left out:
-    their outcome says nothing of the state they made."""
-    first_seen: dict[int | str, int] = {}
+    """The returns of the call ``args_fp`` in ``records``: the outcomes it gave that the window
+    had seen before (from it, or from another call: a build run by itself gives the output the
+    same build gave inside an earlier command), with an edit made since its previous call. Its
+    own records that are edits are left out: their outcome says nothing of the state they
+    made."""
+    first_seen: dict[int | str, int] = {}  # each state's first record, whatever its call
     returns = 0
     start: int | None = None
     edited = False  # an edit was made since the previous call of this one
     for index, record in enumerate(records):
-        if record.args_fp != args_fp or record.edit_fp is not None:
-            edited = edited or record.edit_fp is not None
-            continue
         if record.outcome in ("pending", "veto"):
             continue
         state = record.state_fp if record.state_fp is not None else record.result_fp
         key: int | str = record.outcome if state is None else state
-        seen = first_seen.get(key)
-        if seen is None:
-            first_seen[key] = index
-        elif edited:
+        seen = first_seen.setdefault(key, index)
+        if record.args_fp != args_fp or record.edit_fp is not None:
+            edited = edited or record.edit_fp is not None
+            continue
+        if seen < index and edited:
             returns += 1
             start = seen if start is None else min(start, seen)
         edited = False
