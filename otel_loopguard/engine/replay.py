@@ -102,7 +102,7 @@ Item = Call | Compaction | Batch | Spent
 
 def replay(calls: Iterable[Item], config: ConfigSource | None = None) -> list[Verdict]:
     """The verdict each call would have received, in order (one scope; compactions give none,
-    a batch gives one per call in it).
+    a batch gives one per call in it, a model call one only when it warns).
 
     A verdict from the post-compaction guard, which fires once a call has completed, is the
     verdict of the next call (the shared flag): that is when the agent would be stopped.
@@ -136,7 +136,8 @@ class Replayer:
         replayers may share one."""
 
     def feed(self, item: Item) -> list[Replayed]:
-        """What ``item`` gives: one :class:`Replayed` per call in it (none for the others)."""
+        """What ``item`` gives: one :class:`Replayed` per call in it; for a model call, one
+        when it warns (a streak of replies that called no tool), else none; none for the others."""
         state = self._state
         if isinstance(item, Compaction):
             state.arm_compaction()
