@@ -208,4 +208,9 @@ def is_edit(tool: str, shape: str | None) -> bool:
     (:func:`shape_of_command`) writes one."""
     if tool.lower() in _EDIT_TOOLS:
         return True
-    return shape is not None and _EDIT_COMMAND.search(shape) is not None
+    if shape is None or not any(word in shape for word in _EDIT_WORDS):
+        return False  # most commands: none of the words an edit needs (a few fast scans)
+    return _EDIT_COMMAND.search(shape) is not None
+
+
+_EDIT_WORDS = ("sed", "perl", "git", "patch", ">")
