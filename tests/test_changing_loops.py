@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from otel_loopguard.engine.replay import Call, Item, Spent, replay
+from otel_loopguard.engine.replay import Call, Item, Spent, replay, replay_events
 from otel_loopguard.engine.usage import Usage
 
 from .test_detectors import NO_ESCALATION, ON, fired
@@ -322,3 +322,16 @@ def test_an_outcome_first_given_by_another_call_comes_back_too() -> None:
         calls += [bash(f"cat <<'EOF' > conf.py\nc{n}\nEOF"), bash(build, f"build output {n % 3}")]
     assert found(calls)[-1][:2] == (len(calls), "state_recurrence")
     assert [v[0] for v in found(calls)] == [len(calls)]
+
+
+def test_a_cycles_tokens_count_from_its_first_call_not_the_windows() -> None:
+    # Five calls of other work, then the print churn: the loop costs what was spent from the
+    # churn's first call on (each model call here spends 100 tokens before its tool call).
+    work: list[Item] = [bash(f"cat f{n}.py", f"content {n}") for n in range(5)]
+    items: list[Item] = []
+    for call in [*work, *print_churn(4)]:
+        items += [Spent(Usage(100, 0), "m"), call]
+    events = [e for e in replay_events(items, ON) if e.event]
+    assert events[0].verdict.detector == "shape_cycle"
+    assert events[0].burned is not None
+    assert events[0].burned.tokens == 1200 - 600  # now, less the spent at the churn's first call
