@@ -31,7 +31,11 @@ from ..recorded.runs import RecordedCall, RecordedRun, root_of, trace_items
 from ..recorded.traces import Trace, TraceWindow
 from ..recorded.trajectories import read_mini_swe_agent, read_swe_agent
 
-__all__ = ["Outcome", "RunInfo", "Step", "backtest"]
+__all__ = ["MODEL_REPLY", "Outcome", "RunInfo", "Step", "backtest"]
+
+MODEL_REPLY = "(model reply)"
+"""The tool a step names when a model call, not a tool call, was warned (replies that called
+no tool: ``no_tool_streak``)."""
 
 _COLLECT_EVERY = 1 << 18
 """Spans read between two garbage collections while the automatic collector is paused."""
@@ -242,7 +246,9 @@ class _Run:
         if isinstance(item, Spent):
             self._total = self._total.plus(item.usage)
             if not stopped:
-                self._replayer.feed(item)
+                for warned in self._replayer.feed(item):
+                    # Replies that called no tool: shown on the model call, after call n.
+                    self.steps.append(Step(self._calls, MODEL_REPLY, warned.verdict))
             return
         if isinstance(item, Compaction):
             if not stopped:

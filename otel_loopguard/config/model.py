@@ -100,6 +100,11 @@ class DetectorToggles(_Block):
     known_poll_no_progress: StrictBool | None = None
     ping_pong: StrictBool | None = None
     argument_churn: StrictBool | None = None
+    shape_cycle: StrictBool | None = None
+    state_recurrence: StrictBool | None = None
+    edit_undone: StrictBool | None = None
+    edit_resubmitted: StrictBool | None = None
+    no_tool_streak: StrictBool | None = None
 
 
 class PostCompactionGuardConfig(_Block):

@@ -115,6 +115,13 @@ class ResolvedConfig:
     known_poll_no_progress: bool = True
     ping_pong: bool = True
     argument_churn: bool = True
+    shape_cycle: bool = True
+    state_recurrence: bool = True
+    edit_undone: bool = True
+    edit_resubmitted: bool = True
+    no_tool_streak: bool = True
+    """The detectors of loops whose text changes (docs/detection.md); ``profile: openclaw``
+    has none of them."""
     compaction_window_size: int = 3
     observe_only: bool = False
     poll_rules: tuple[PollRule, ...] = DEFAULT_POLL_RULES
@@ -164,12 +171,19 @@ class ResolvedConfig:
     """Anything runs (the post-compaction guard at least) unless ``enabled`` is ``false``."""
     poll_tools: frozenset[str] = field(init=False)
     """The tools some poll rule names."""
+    shapes_read: bool = field(init=False)
+    """A call's shape and an outcome's state are digested: a detector of loops whose text
+    changes runs (otherwise that work is not done)."""
 
     def __post_init__(self) -> None:
         # Read on every call: plain fields, not properties.
         object.__setattr__(self, "rolling_enabled", self.enabled is True)
         object.__setattr__(self, "active", self.enabled is not False)
         object.__setattr__(self, "poll_tools", frozenset(rule.tool for rule in self.poll_rules))
+        shapes = (
+            self.shape_cycle or self.state_recurrence or self.edit_undone or self.edit_resubmitted
+        )
+        object.__setattr__(self, "shapes_read", self.enabled is True and shapes)
 
     def is_poll(self, tool: str, args: object) -> bool:
         if tool not in self.poll_tools:  # most calls: no rule names the tool
@@ -225,6 +239,11 @@ OPENCLAW_DEFAULTS = ResolvedConfig(
     openclaw_tool_names=True,
     rewarn_after_fading=False,
     text_results_parsed=False,
+    shape_cycle=False,
+    state_recurrence=False,
+    edit_undone=False,
+    edit_resubmitted=False,
+    no_tool_streak=False,
 )
 """``profile: openclaw``'s defaults: OpenClaw 2026.9.6's rules, no volatile keys of ours, a
 breaker that blocks one call. The thresholds are OpenClaw's too (it keeps them fixed; given
@@ -299,6 +318,11 @@ def _normalise(block: LoopDetectionConfig, label: str, notes: list[str]) -> Reso
         ),
         ping_pong=_pick(toggles.ping_pong, defaults.ping_pong),
         argument_churn=_pick(toggles.argument_churn, defaults.argument_churn),
+        shape_cycle=_pick(toggles.shape_cycle, defaults.shape_cycle),
+        state_recurrence=_pick(toggles.state_recurrence, defaults.state_recurrence),
+        edit_undone=_pick(toggles.edit_undone, defaults.edit_undone),
+        edit_resubmitted=_pick(toggles.edit_resubmitted, defaults.edit_resubmitted),
+        no_tool_streak=_pick(toggles.no_tool_streak, defaults.no_tool_streak),
         compaction_window_size=(guard and guard.window_size) or defaults.compaction_window_size,
         observe_only=_pick(block.observe_only, defaults.observe_only),
         poll_rules=(

@@ -102,6 +102,19 @@ def _facts(detector: str, tool: str, count: int, paired: str | None) -> str:
         return f"the tool {tool} is not available and has been tried {count} times"
     if detector == "argument_churn":
         return f"{tool} cycled through argument variants with one no-progress outcome {count} times"
+    if detector == "shape_cycle":
+        return (
+            f"the last {count} calls went round one cycle of steps (ending with {tool}), each "
+            "step's outcome the same every time round"
+        )
+    if detector == "state_recurrence":
+        return f"{tool} came back {count} times to an outcome it had already given and left"
+    if detector == "edit_undone":
+        return f"the same {tool} edit was made {count} times, undone in between"
+    if detector == "edit_resubmitted":
+        return f"the same {tool} edit was sent {count} times and refused the same way each time"
+    if detector == "no_tool_streak":
+        return f"the last {count} model replies called no tool"
     return f"{detector}: {tool} x{count}"
 
 
@@ -145,6 +158,13 @@ def _text(detector: str, level: str, tool: str, count: int, paired: str | None) 
             "variants that all end with the same no-progress outcome. Changing the arguments "
             "this way is not helping: try a different approach, or report the task as failed."
         )
+    if detector in _CHANGING:
+        if level == "critical":
+            return (
+                f"CRITICAL: {facts}; this call is blocked. Going round again will not help: "
+                "change the approach, or report the task as failed."
+            )
+        return f"WARNING: {facts}. {_CHANGING[detector]}"
     if detector == "global_circuit_breaker":
         return (
             f"CRITICAL: global circuit breaker: {tool} made no progress for {count} identical "
@@ -157,3 +177,17 @@ def _text(detector: str, level: str, tool: str, count: int, paired: str | None) 
             "Report the task as failed."
         )
     return f"{'CRITICAL' if level == 'critical' else 'WARNING'}: {facts}."
+
+
+_CHANGING = {
+    "shape_cycle": "If the cycle is not making progress, stop and try a different approach.",
+    "state_recurrence": (
+        "The changes in between are being undone: settle on one approach, or try a different one."
+    ),
+    "edit_undone": "Decide whether the edit belongs before making it again.",
+    "edit_resubmitted": "The same edit will be refused again: read the error and change the edit.",
+    "no_tool_streak": (
+        "Each reply must contain exactly one tool call in the format the agent expects."
+    ),
+}
+"""The advice of a warning about a loop whose text changes (docs/detection.md)."""

@@ -48,6 +48,15 @@ class CallRecord:
     spent: Usage = NOTHING_SPENT
     """What the scope's model calls had spent when this call was made (a shared total): what a
     loop cost is the total now, less its first call's."""
+    shape_fp: int | None = None
+    """The call's shape (``identity/shell.py``: numbers and quoted text blanked), when the
+    detectors of loops whose text changes run."""
+    edit_fp: int | None = None
+    """The edit the call makes, when it changes a file (``identity/shell.py``: line addresses
+    blanked, the text it writes kept); ``None`` for any other call."""
+    state_fp: int | None = None
+    """The outcome with clock times, durations, pids and addresses blanked (``result_fp`` when
+    nothing in it was volatile), when the detectors of loops whose text changes run."""
 
     @property
     def no_progress(self) -> bool:
@@ -76,6 +85,7 @@ class ProposedCall(NamedTuple):
     ``kind`` says how the outcome is read. ``unrecorded``: the span recorded no arguments
     (content capture off): ``args_fp`` is then unique to the span, so the call is never the
     same call as another, and an ask of the same tool is matched by its name alone.
+    ``shape_fp`` and ``edit_fp`` are read by the detectors of loops whose text changes.
     """
 
     tool: str
@@ -85,3 +95,7 @@ class ProposedCall(NamedTuple):
     kind: CallKind | None = None
     kwargs_fp: int | None = None
     unrecorded: bool = False
+    shape_fp: int | None = None
+    """The call's shape digest (``identity/shell.py``), when a detector reads it."""
+    edit_fp: int | None = None
+    """The edit the call makes, when it changes a file (``identity/shell.py``)."""

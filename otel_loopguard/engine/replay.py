@@ -70,7 +70,8 @@ class Spent:
     agent: str | None = None
     tool_calls: int | None = None
     """How many tool calls the model's reply asked for, where the recording says (``None``: it
-    does not; ``0``: a reply that called no tool, such as one an agent rejected for its format)."""
+    does not; ``0``: a reply that called no tool, such as one an agent rejected for its format):
+    a streak of replies that called none warns (``detection/replies.py``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +102,7 @@ Item = Call | Compaction | Batch | Spent
 
 def replay(calls: Iterable[Item], config: ConfigSource | None = None) -> list[Verdict]:
     """The verdict each call would have received, in order (one scope; compactions give none,
-    a batch gives one per call in it).
+    a batch gives one per call in it, a model call one only when it warns).
 
     A verdict from the post-compaction guard, which fires once a call has completed, is the
     verdict of the next call (the shared flag): that is when the agent would be stopped.
@@ -135,20 +136,25 @@ class Replayer:
         replayers may share one."""
 
     def feed(self, item: Item) -> list[Replayed]:
-        """What ``item`` gives: one :class:`Replayed` per call in it (none for the others)."""
+        """What ``item`` gives: one :class:`Replayed` per call in it; for a model call, one
+        when it warns (a streak of replies that called no tool), else none; none for the others."""
         state = self._state
         if isinstance(item, Compaction):
             state.arm_compaction()
             return []
         if isinstance(item, Spent):
             # A budget's abort is the scope's flag: the next call gets it.
-            state.spend(
+            fired = state.spend(
                 item.usage,
                 item.model,
                 item.started,
                 item.ended,
                 self._settings.for_agent(item.agent),
+                None if item.tool_calls is None else item.tool_calls > 0,
             )
+            if fired is not None and not fired.blocked and fired.detector == "no_tool_streak":
+                # Given on the model call's span: a replayed step of its own, with no call.
+                return [Replayed(fired, event=True)]
             return []
         if isinstance(item, Call):
             return [self._call(item)]

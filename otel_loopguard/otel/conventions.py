@@ -177,6 +177,35 @@ def model_of(attributes: Mapping[str, Any]) -> str | None:
     return _first_text(attributes, _MODEL)
 
 
+_FINISH_REASONS = "gen_ai.response.finish_reasons"
+_OUTPUT_MESSAGES = "gen_ai.output.messages"
+_TOOL_REASONS = frozenset({"tool_calls", "tool_call", "tool_use", "function_call"})
+_TOOL_PART = '"tool_call"'
+_MAX_OUTPUT_SEARCH = 1 << 16
+"""Characters of a recorded reply searched for a tool call part (a bounded read)."""
+
+
+def reply_called_tool(attributes: Mapping[str, Any]) -> bool | None:
+    """Whether a model call's reply called a tool: a tool finish reason, or a ``tool_call`` part
+    in the recorded reply; ``False`` when the span says how the reply finished or what it was
+    and neither shows one; ``None`` when it says neither.
+
+    An agent that reads its actions from the reply's text (mini-swe-agent) finishes every reply
+    with ``stop``: a reply of it is told from a rejected one by the tool span that follows (a
+    tool call ends a streak of replies without one), or by a reader that records the action
+    as a ``tool_call`` part.
+    """
+    reasons = attributes.get(_FINISH_REASONS)
+    messages = attributes.get(_OUTPUT_MESSAGES)
+    if isinstance(reasons, str):
+        reasons = (reasons,)
+    if isinstance(reasons, Sequence) and any(r in _TOOL_REASONS for r in reasons):
+        return True
+    if isinstance(messages, str):
+        return messages.find(_TOOL_PART, 0, _MAX_OUTPUT_SEARCH) >= 0
+    return False if isinstance(reasons, Sequence) and reasons else None
+
+
 def is_tool_span(attributes: Mapping[str, Any], name: str, settings: GlobalSettings) -> bool:
     """Whether a span is a tool call under any known convention or a configured rule."""
     if attributes.get("gen_ai.operation.name") == "execute_tool":

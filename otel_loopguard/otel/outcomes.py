@@ -156,7 +156,8 @@ class Outcomes:
             return ()
         started, ended = _seconds(span.start_time), _seconds(span.end_time)
         agent = entry.agent if entry is not None else None
-        mark = spend(self.runtime, scope_key, usage, model, (started, ended), agent)
+        tools = conventions.reply_called_tool(attributes)
+        mark = spend(self.runtime, scope_key, usage, model, (started, ended), agent, tools)
         return () if mark is None else (mark,)
 
 
@@ -167,15 +168,20 @@ def spend(
     model: str | None,
     times: tuple[float, float],
     agent: str | None,
+    tools: bool | None = None,
 ) -> Mark | None:
     """A model call of the scope, from ``times[0]`` to ``times[1]`` (seconds since the epoch),
     spent ``usage``: added to the scope's totals; the mark of the budget verdict it brings, if
-    one fires. For a model call seen as a span, and for usage an agent reports to a service."""
+    one fires (or the warning of a streak of replies that called no tool: ``tools``, whether
+    the reply called one, ``None`` when not known). For a model call seen as a span, and for
+    usage an agent reports to a service."""
     cfg = runtime.settings.for_agent(agent)
     if not cfg.active:
         return None
     started, ended = times
-    fired = runtime.store.update(scope_key, ScopeState.spend, usage, model, started, ended, cfg)
+    fired = runtime.store.update(
+        scope_key, ScopeState.spend, usage, model, started, ended, cfg, tools
+    )
     if fired is None:
         return None
     intended = fired if cfg.observe_only and fired.aborted else None

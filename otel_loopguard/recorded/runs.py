@@ -115,7 +115,12 @@ class _Trace:
             if found is None or found.usage is None:
                 return None
             return Spent(
-                found.usage, found.model, span.start / 1e9, span.end / 1e9, self._agents.of(span)
+                found.usage,
+                found.model,
+                span.start / 1e9,
+                span.end / 1e9,
+                self._agents.of(span),
+                _tool_calls(conventions.reply_called_tool(attributes)),
             )
         if not conventions.is_tool_span(attributes, span.name, settings):
             return None
@@ -206,3 +211,8 @@ def root_of(by_id: Mapping[str, RecordedSpan]) -> RecordedSpan:
     """The trace's root span, else its earliest span (a trace recorded in part)."""
     roots = [s for s in by_id.values() if not s.parent_id or s.parent_id not in by_id]
     return min(roots or by_id.values(), key=lambda s: s.start)
+
+
+def _tool_calls(called: bool | None) -> int | None:
+    """A reply's tool calls as a span tells them: some (counted as one), none, or unknown."""
+    return None if called is None else int(called)

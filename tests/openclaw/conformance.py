@@ -232,6 +232,13 @@ DIFFERENCES: dict[str, dict[str, Any]] = {
     "More phrasings of a missing tool are recognised": {"openclaw_unknown_tool_patterns": True},
     "Tool names are kept as written": {"openclaw_tool_names": True},
     "A loop that fades and comes back is warned about again": {"rewarn_after_fading": False},
+    "Loops whose text changes are detected": {
+        "shape_cycle": False,
+        "state_recurrence": False,
+        "edit_undone": False,
+        "edit_resubmitted": False,
+        "no_tool_streak": False,
+    },
 }
 """Each row of the README's table of differences (its first column), and the settings that
 give OpenClaw's behaviour for it alone."""

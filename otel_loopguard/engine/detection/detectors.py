@@ -10,10 +10,12 @@ from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from ...config.settings import ResolvedConfig
-from ..messages import message
 from ..records import CallRecord, ProposedCall
-from ..verdict import Action, Level, Verdict
+from ..verdict import Action
 from .batch import Pending
+from .changing import changing_text
+from .finding import Finding
+from .finding import verdict_of as _verdict
 
 __all__ = [
     "MIN_STABLE_CALLS_PER_VARIANT",
@@ -26,14 +28,6 @@ __all__ = [
     "terminal_failure_streak",
     "unknown_tool_tail",
 ]
-
-
-class Finding(NamedTuple):
-    """A detector's verdict plus the signature that warnings are de-duplicated by (immutable;
-    a named tuple, made per detection, for a third of a frozen dataclass's cost)."""
-
-    verdict: Verdict
-    signature: tuple[object, ...]
 
 
 def window(history: Sequence[CallRecord], size: int) -> Sequence[CallRecord]:
@@ -201,25 +195,6 @@ def ping_pong_tail(
     return tail, last, stable
 
 
-def _verdict(
-    detector: str,
-    level: Level,
-    action: Action,
-    tool: str,
-    count: int,
-    paired: str | None = None,
-) -> Verdict:
-    return Verdict(
-        level=level,
-        action=action,
-        detector=detector,
-        count=count,
-        message=message(detector, level, tool, count, paired, stops_run=action == "abort"),
-        paired_tool=paired,
-        tool_name=tool,
-    )
-
-
 def _may_fire(
     history: Sequence[CallRecord],
     call: ProposedCall,
@@ -296,8 +271,29 @@ def evaluate(
         batch = None
     if not cfg.rolling_enabled or not (history or batch):
         return None
-    if not _may_fire(history, call, cfg, counts, batch):
-        return None
+    if _may_fire(history, call, cfg, counts, batch):
+        found = _literal(history, call, cfg, pending, batch)
+        if found is not None:
+            return found
+    if cfg.shapes_read and len(history) > pending:
+        # Loops whose text changes (changing.py): a bounded walk or three, over the window
+        # under the batch. The batch's earlier calls have no outcome yet, and every step of
+        # these loops is read from an outcome.
+        under = history[: len(history) - pending] if pending else history
+        records = window(under, cfg.history_size)
+        seen = None if counts is None else counts.get(call.args_fp, 0)
+        return changing_text(records, call, cfg, seen)
+    return None
+
+
+def _literal(
+    history: Sequence[CallRecord],
+    call: ProposedCall,
+    cfg: ResolvedConfig,
+    pending: int,
+    batch: Pending | None,
+) -> Finding | None:
+    """The detectors of calls repeated as they are (OpenClaw's and ours)."""
     records = window(history, cfg.history_size + pending)
     tool, fp = call.tool, call.args_fp
     vetoes = cfg.veto_continues_streak

@@ -15,7 +15,7 @@ from ...config.settings import ResolvedConfig
 from ..messages import abort_message
 from ..records import CallRecord
 from ..verdict import Verdict
-from .detectors import Finding
+from .finding import Finding
 
 
 class Escalating(Protocol):
@@ -106,7 +106,7 @@ def should_annotate(
     if intended is not None and intended.aborted:
         detector = f"{detector}:abort"
     key = (detector, finding.signature)
-    bucket = verdict.count // cfg.warning_threshold
+    bucket = verdict.count // (finding.step or cfg.warning_threshold)
     previous = state.warned.get(key, 0)
     if bucket < previous and not cfg.rewarn_after_fading:
         return False  # OpenClaw: a key's bucket only ever rises

@@ -14,7 +14,7 @@ from ..records import CallRecord, ProposedCall
 from ..usage import NOTHING_SPENT, Usage
 from .batch import Pending
 from .budget import judge
-from .detectors import Finding
+from .finding import Finding
 
 
 class Spending(Protocol):
@@ -69,6 +69,10 @@ def loop_start(
     verdict = finding.verdict
     if verdict.detector == "budget_exceeded":
         return None
+    if finding.evidence:
+        # The detector knows where its evidence starts, in the window it judged: the one under
+        # a batch (the loops whose text changes read no call of a batch: ``evaluate``).
+        return history[-min(finding.evidence, len(history))].spent
     find: Callable[[int], Usage | None]
     if verdict.detector == "ping_pong":
         sides = set(finding.signature[1:])

@@ -10,7 +10,7 @@ from ...config.settings import WARNING_KEY, ResolvedConfig
 from ..messages import MAX_SEARCH_CHARS, TAG, strip_messages
 from ..records import UNRECORDED, CallKind, Outcome, ProposedCall
 from . import fingerprint as fp
-from . import structured
+from . import shell, structured
 from .additions import may_carry, without_message
 from .names import openclaw_tool_name, unknown_tool_name
 
@@ -25,6 +25,9 @@ class OutcomeDigest(NamedTuple):
     unknown_tool: str | None
     outcome: Outcome
     failure_fp: int | None = None
+    state_fp: int | None = None
+    """The outcome with its volatile parts blanked (``shell.state_of_output``), when that
+    differs from ``result_fp`` and a detector reads it."""
 
 
 _EMPTY = OutcomeDigest(result_fp=None, unknown_tool=None, outcome="empty")
@@ -52,6 +55,15 @@ def digest_call(
             unrecorded=True,
         )
     key, value, value_fp, kwargs_fp = fp.call_keys(tool, args)
+    shape_fp = edit_fp = None
+    if cfg.shapes_read:
+        shaped = shell.shape_of_arguments(value)
+        shape_fp = fp.shape_key(tool, shaped.shape)
+        if shell.is_edit(tool, shaped.command):
+            # An editing tool's call is its edit; a shell command's, its text with line
+            # addresses blanked (the same print inserted at another line is the same edit).
+            raw = shaped.raw
+            edit_fp = key if raw is None else fp.edit_key(tool, shell.edit_of_command(raw))
     return ProposedCall(  # positional: a named tuple is made faster so (one per new call)
         sys.intern(tool),  # tool
         key,  # args_fp
@@ -59,6 +71,9 @@ def digest_call(
         value_fp,  # value_fp
         structured.call_kind(tool, value),  # kind
         kwargs_fp,  # kwargs_fp
+        False,  # unrecorded
+        shape_fp,  # shape_fp
+        edit_fp,  # edit_fp
     )
 
 
@@ -138,6 +153,10 @@ def _result(
             return _read_structured(call, {"details": result}, cfg)
     volatile = cfg.volatile_keys
     key = fp.result_key(result, volatile, exec_style=call.is_poll, text=fp.result_text(volatile))
+    if cfg.shapes_read and isinstance(result, str):
+        state = shell.state_of_output(result)
+        if state is not None:
+            return OutcomeDigest(key, None, "ok", None, fp.text_key(state))
     return OutcomeDigest(key, None, "ok")  # result_fp, unknown_tool, outcome (positional: faster)
 
 
@@ -153,6 +172,9 @@ def _error(call: ProposedCall, error: str, result: object, cfg: ResolvedConfig) 
     unknown = unknown_tool_name(error, openclaw=openclaw, tool=call.tool)
     if unknown is None and not openclaw and result is not None:
         unknown = unknown_tool_name(_error_text(result), tool=call.tool)
+    state = shell.state_of_output(error) if cfg.shapes_read else None
+    if state is not None:
+        return OutcomeDigest(fp.error_key(error), unknown, "error", None, fp.error_key(state))
     return OutcomeDigest(fp.error_key(error), unknown, "error")  # positional, as in _result
 
 

@@ -29,10 +29,12 @@ __all__ = [
     "args_key",
     "call_key",
     "call_keys",
+    "edit_key",
     "error_key",
     "normalise",
     "result_key",
     "result_text",
+    "shape_key",
     "text_key",
     "unrecorded_key",
     "value_result_key",
@@ -45,6 +47,7 @@ _LANGCHAIN_KEYS = frozenset({"input_str", "inputs", "kwargs", "tags", "metadata"
 
 
 ARGS, RESULT, ERROR, UNRECORDED = b"args\0", b"result\0", b"error\0", b"unrecorded\0"
+SHAPE, EDIT = b"shape\0", b"edit\0"
 """What a digest is of: never equal for an argument, a result and an error of the same bytes,
 nor for a call whose arguments were not recorded."""
 _TEXT_RESULT = sha256(RESULT + b"t")
@@ -361,6 +364,16 @@ def value_result_key(value: object, drop: frozenset[str]) -> int:
     """A digest of a value read from a result (not a result as recorded): ``drop`` keys
     removed at any depth, in the result domain."""
     return _key(_canonical(Normal(value), drop, None), RESULT)
+
+
+def shape_key(tool: str, shape: str) -> int:
+    """A digest of a call's shape (``shell.py``); never equal to an argument key."""
+    return _key(_tool_prefix(tool) + shape.encode("utf-8", "surrogatepass"), SHAPE)
+
+
+def edit_key(tool: str, edit: str) -> int:
+    """A digest of the edit a call makes (``shell.py``); never equal to another key."""
+    return _key(_tool_prefix(tool) + edit.encode("utf-8", "surrogatepass"), EDIT)
 
 
 def error_key(message: str) -> int:

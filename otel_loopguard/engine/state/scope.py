@@ -15,6 +15,7 @@ from ..detection import escalation, spending
 from ..detection.batch import Pending
 from ..detection.compaction import CompactionGuard
 from ..detection.detectors import evaluate, window
+from ..detection.replies import no_tool_warning
 from ..identity.digests import OutcomeDigest
 from ..records import CallRecord, ProposedCall
 from ..usage import NOTHING_SPENT, Usage
@@ -26,6 +27,17 @@ MAX_OPEN_ASKS = 64
 MIN_OPEN_SPANS = 64
 """Open tool spans a scope keeps decisions for: at least this many, at most ``historySize`` if
 larger. A span that starts and never ends cannot hold more than a window's worth."""
+
+
+def _record(call: ProposedCall, call_id: str | None) -> CallRecord:
+    """The window's record of a call about to be made."""
+    return CallRecord(
+        tool=call.tool,
+        args_fp=call.args_fp,
+        call_id=call_id,
+        shape_fp=call.shape_fp,
+        edit_fp=call.edit_fp,
+    )
 
 
 class _Counter(Protocol):
@@ -118,6 +130,8 @@ class ScopeState:
     """The total up to which loop costs were counted (the counter never counts a token twice)."""
     model: str | None = None
     """The model of the scope's latest model call."""
+    replies_without_tools: int = 0
+    """Model replies in a row that called no tool (reset by a tool call or a reply with one)."""
 
     # -- evaluation points -------------------------------------------------------------------
 
@@ -177,7 +191,8 @@ class ScopeState:
             if cfg.budget is not None:
                 finding = spending.within_budget(self, finding, cfg, call.tool)
             self.calls += 1
-            record = CallRecord(tool=call.tool, args_fp=call.args_fp, call_id=call_id)
+            self.replies_without_tools = 0
+            record = _record(call, call_id)
             if finding is None:
                 decisions.append(Decision(verdict=OK, annotate=False, record=record))
             else:
@@ -221,7 +236,7 @@ class ScopeState:
         for call, call_id in calls:
             record: CallRecord | None = None
             if call.args_fp == critical.args_fp and call.tool == critical.tool:
-                record = CallRecord(tool=call.tool, args_fp=call.args_fp, call_id=call_id)
+                record = _record(call, call_id)
                 escalation.veto(self.history, record, verdict, cfg)
                 self._append(record)
             # One detection for the batch: the first call it blocks carries the event.
@@ -346,6 +361,7 @@ class ScopeState:
         record.unknown_tool = result.unknown_tool
         record.outcome = result.outcome
         record.failure_fp = result.failure_fp
+        record.state_fp = result.state_fp
         if result.outcome != "empty":
             record.call_id = None  # only needed to match the outcome, which has now arrived
         if result.outcome == "veto":
@@ -404,7 +420,8 @@ class ScopeState:
         if cfg.budget is not None:  # judged on the calls made before this one
             finding = spending.within_budget(self, finding, cfg, call.tool)
         self.calls += 1
-        record = CallRecord(tool=call.tool, args_fp=call.args_fp, call_id=call_id)
+        self.replies_without_tools = 0
+        record = _record(call, call_id)
         if finding is None:  # most calls: nothing fired
             self._append(record)
             return Decision(verdict=OK, annotate=False, record=record)
@@ -431,19 +448,24 @@ class ScopeState:
         started: float,
         ended: float,
         cfg: ResolvedConfig,
+        tools: bool | None = None,
     ) -> Verdict | None:
         """A model call of the scope ended (its span's times, in seconds since the epoch) having
-        spent ``usage``; the budget verdict it brings, if any (an abort is the scope's flag)."""
+        spent ``usage``; the budget verdict it brings, if any (an abort is the scope's flag),
+        else a streak of replies without a tool call's warning. ``tools``: whether the reply
+        called a tool (``None``: not known)."""
+        if tools is not None:
+            self.replies_without_tools = 0 if tools else self.replies_without_tools + 1
         self.usage = self.usage.plus(usage)
         self.model = model or self.model
         if self.first_model_call is None or started < self.first_model_call:
             self.first_model_call = started
         self.latest_model_call = max(self.latest_model_call, ended)
-        if cfg.budget is None or self.abort is not None or not cfg.active:
+        if self.abort is not None or not cfg.active:
             return None
-        found = spending.within_budget(self, None, cfg, None)
+        found = None if cfg.budget is None else spending.within_budget(self, None, cfg, None)
         if found is None:
-            return None
+            return None if tools is not False else no_tool_warning(self.replies_without_tools, cfg)
         if found.verdict.aborted and not cfg.observe_only:
             self.abort = found.verdict
         return found.verdict

@@ -1,0 +1,91 @@
+"""Cycles of one to four steps whose text changes: revert, re-apply the fix, re-run, fail; or a
+failing script re-run with its quoting changed, for the same failure.
+
+A pure function over a window of call records (no clock, no I/O). A step is a call's shape
+(numbers and quoted text blanked: ``identity/shell.py``) and its outcome's state, so a cycle
+through ``sed -i '1830i ...'``, ``python t.py`` and ``git checkout f.py`` is seen whatever
+line the print goes to, as long as each step's outcome comes back the same every turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from ..records import CallRecord
+
+__all__ = ["MAX_PERIOD", "MIN_PERIOD", "MIN_TURNS", "Cycle", "cycle_tail"]
+
+MIN_PERIOD, MAX_PERIOD = 1, 4
+"""The steps of a cycle. One step is a failing call retried with its text changed, failing the
+same way (a script re-run with its quoting changed); longer cycles do not fit three times in a
+window of 30 with room to tell them from work."""
+MIN_TURNS = 3
+"""A cycle is a loop once it has come round this many times, each step's outcome seen (the
+proposed call starts one more turn): twice is a check (apply, test, revert, test again without
+the fix), three times the same experiment run again for the same outcomes."""
+
+
+class Cycle(NamedTuple):
+    """The periodic tail the proposed call would extend: its calls (the proposed one included),
+    its period, and whether its text changed between turns (a literal cycle is left to
+    ``ping_pong`` and ``generic_repeat``)."""
+
+    calls: int
+    period: int
+    changed: bool
+
+
+_NONE = Cycle(0, 0, False)
+
+
+def _step(record: CallRecord) -> tuple[int, int | str] | None:
+    """A completed call as a step of a cycle: its shape and its outcome's state."""
+    if record.shape_fp is None or record.outcome in ("pending", "veto"):
+        return None
+    state = record.state_fp if record.state_fp is not None else record.result_fp
+    return record.shape_fp, record.outcome if state is None else state
+
+
+def _failed_retry(record: CallRecord) -> bool:
+    """A one-step cycle's step: a call that failed (or changed nothing), not an edit (whose
+    outcome says nothing), not a missing tool (``unknown_tool_repeat``'s)."""
+    return record.no_progress and record.edit_fp is None and record.unknown_tool is None
+
+
+def cycle_tail(records: Sequence[CallRecord], shape_fp: int | None, args_fp: int) -> Cycle:
+    """The shortest period whose tail, continued by the call ``args_fp`` of shape ``shape_fp``,
+    has come round :data:`MIN_TURNS` times; else the longest tail found (``calls`` 0: none)."""
+    if shape_fp is None:
+        return _NONE
+    best = _NONE
+    size = len(records)
+    for period in range(MIN_PERIOD, MAX_PERIOD + 1):
+        if size < period or records[-period].shape_fp != shape_fp:
+            continue
+        head = [records[i].shape_fp for i in range(size - period, size)]
+        if period == 1:
+            if not _failed_retry(records[-1]):
+                continue  # calls of one shape that succeed alike: a day's weather, an echo
+        elif len(set(head)) < 2:
+            continue  # one shape over a longer period: the one-step cycle, already judged
+        matched = 0
+        changed = False
+        index = size - 1
+        while index - period >= 0:
+            newer, older = records[index], records[index - period]
+            step = _step(newer)
+            if step is None or step != _step(older):
+                break
+            changed = changed or newer.args_fp != older.args_fp
+            matched += 1
+            index -= 1
+        # The proposed call continues the tail: it is as the call a period before it.
+        changed = changed or records[-period].args_fp != args_fp
+        calls = period + matched + 1
+        found = Cycle(calls, period, changed)
+        if calls > MIN_TURNS * period:
+            return found
+        if calls > best.calls:
+            best = found
+    return best

@@ -1,0 +1,74 @@
+"""Loops whose text changes, found live: real OpenTelemetry spans through the span processor
+(docs/detection.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .helpers import Rig, events, rig, tool_span
+
+ON = {"enabled": True}
+
+
+def _model_call(r: Rig, finish: list[str], output: str | None = None) -> None:
+    attributes: dict[str, Any] = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": "m",
+        "gen_ai.usage.input_tokens": 1000,
+        "gen_ai.usage.output_tokens": 40,
+        "gen_ai.response.finish_reasons": finish,
+    }
+    if output is not None:
+        attributes["gen_ai.output.messages"] = output
+    with r.tracer.start_as_current_span("chat m", attributes=attributes):
+        pass
+
+
+def test_a_tool_span_cycle_with_changing_text_gets_the_shape_cycle_event() -> None:
+    r = rig(ON)
+    with r.tracer.start_as_current_span("invoke_agent coder"):
+        for turn in range(4):
+            command = f"sed -i '{1830 + 7 * turn}i\\    print(\"DEBUG {turn}\")' q.py"
+            tool_span(r.tracer, "bash", {"command": command}, "")
+            tool_span(r.tracer, "bash", {"command": "python t.py"}, "Traceback: boom")
+    tools = r.spans("execute_tool bash")
+    found = [(i + 1, e["loopguard.detector"]) for i, s in enumerate(tools) for e in events(s)]
+    assert found == [(7, "shape_cycle"), (8, "shape_cycle")]
+    assert str(events(tools[6])[0]["loopguard.message"]).startswith("WARNING: the last 7 calls")
+    assert "loopguard.blocked" not in tools[6].attributes
+    # Content-free: what the guard adds names the tool and counts, never the commands.
+    ours = {k: v for k, v in tools[6].attributes.items() if k.startswith("loopguard.")}
+    assert "DEBUG" not in repr(ours) + repr(events(tools[6]))
+
+
+def test_the_same_spans_under_profile_openclaw_get_no_event() -> None:
+    r = rig({"enabled": True, "profile": "openclaw"})
+    with r.tracer.start_as_current_span("invoke_agent coder"):
+        for turn in range(4):
+            tool_span(r.tracer, "bash", {"command": f"sed -i '{turn}i x' q.py"}, "")
+            tool_span(r.tracer, "bash", {"command": "python t.py"}, "Traceback: boom")
+    assert all(not events(s) for s in r.spans("execute_tool bash"))
+
+
+def test_model_calls_that_call_no_tool_warn_on_the_fifth_in_a_row() -> None:
+    r = rig(ON)
+    with r.tracer.start_as_current_span("invoke_agent coder"):
+        _model_call(r, ["tool_calls"])
+        tool_span(r.tracer, "bash", {"command": "ls"}, "a.py")
+        for _ in range(5):
+            _model_call(r, ["stop"], '[{"role": "assistant", "parts": [{"type": "text"}]}]')
+    chats = r.spans("chat m")
+    warned = [i for i, s in enumerate(chats) if events(s)]
+    assert warned == [5]
+    event = events(chats[5])[0]
+    assert (event["loopguard.detector"], event["loopguard.action"]) == ("no_tool_streak", "warn")
+    assert event["loopguard.count"] == 5
+
+
+def test_a_reply_with_a_tool_call_part_ends_the_streak() -> None:
+    r = rig(ON)
+    with r.tracer.start_as_current_span("invoke_agent coder"):
+        for n in range(8):
+            parts = '{"type": "tool_call", "name": "bash"}' if n == 3 else '{"type": "text"}'
+            _model_call(r, ["stop"], f'[{{"role": "assistant", "parts": [{parts}]}}]')
+    assert all(not events(s) for s in r.spans("chat m"))
