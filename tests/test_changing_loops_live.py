@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from .helpers import Rig, events, rig, tool_span
 
 ON = {"enabled": True}
@@ -72,3 +74,42 @@ def test_a_reply_with_a_tool_call_part_ends_the_streak() -> None:
             parts = '{"type": "tool_call", "name": "bash"}' if n == 3 else '{"type": "text"}'
             _model_call(r, ["stop"], f'[{{"role": "assistant", "parts": [{parts}]}}]')
     assert all(not events(s) for s in r.spans("chat m"))
+
+
+def test_replies_without_a_tool_call_warn_through_util_genai_and_the_completion_hook(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The official GenAI instrumentations' own handler (``opentelemetry-util-genai``), content
+    capture off, our completion hook on: the fifth reply in a row that calls no tool (a reply
+    an agent rejects and asks again for) warns on its span, which carries no content."""
+    genai = pytest.importorskip(
+        "opentelemetry.util.genai.handler", reason="opentelemetry-util-genai needs a newer API"
+    )
+    from opentelemetry.util.genai.types import InputMessage, OutputMessage, TextPart
+
+    from otel_loopguard.completion_hook import LoopGuardCompletionHook
+
+    monkeypatch.delenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", raising=False)
+    r = rig(ON)
+    handler = genai.TelemetryHandler(
+        tracer_provider=r.provider, completion_hook=LoopGuardCompletionHook()
+    )
+    with r.tracer.start_as_current_span("invoke_agent coder"):
+        for n in range(6):
+            reply = handler.inference("openai", request_model="m")
+            reply.input_messages = [InputMessage("user", [TextPart(f"secret-prompt-{n}")])]
+            reply.output_messages = [OutputMessage("assistant", [TextPart("secret-reply")])]
+            reply.finish_reasons = ["stop"]
+            reply.input_tokens, reply.output_tokens = 1000, 40
+            reply.stop()
+    chats = [s for s in r.spans() if s.attributes.get("gen_ai.operation.name") == "chat"]
+    assert len(chats) == 6
+    warned = [
+        (i, e["loopguard.detector"], e["loopguard.count"])
+        for i, s in enumerate(chats)
+        for e in events(s)
+    ]
+    assert warned == [(4, "no_tool_streak", 5)]
+    assert "secret" not in repr(
+        [dict(s.attributes or {}) for s in chats] + [events(s) for s in chats]
+    )

@@ -232,6 +232,22 @@ def test_a_budget_stops_the_run_on_usage_the_agent_reports(tmp_path: Path) -> No
         assert after["level"] == "ok"
 
 
+def test_replies_that_call_no_tool_are_warned_on_the_fifth_in_a_row(served: Served) -> None:
+    """An agent that reports each model reply's usage says whether it called a tool: the fifth
+    reply in a row that called none is warned (never stopped: such a run may recover)."""
+    scope = {"scope": "replies", "input_tokens": 100}
+    served.post("/v1/usage", {**scope, "called_tool": True})
+    answers = [served.post("/v1/usage", {**scope, "called_tool": False})[1] for _ in range(6)]
+    levels = [(a["level"], a["detector"], a["count"]) for a in answers]
+    assert levels[4] == ("warning", "no_tool_streak", 5)
+    assert [a["level"] for a in answers[:4] + answers[5:]] == ["ok"] * 5
+    served.post("/v1/usage", {**scope, "called_tool": True})  # a tool call ends the streak
+    later = [served.post("/v1/usage", {**scope, "called_tool": False})[1] for _ in range(4)]
+    assert [a["level"] for a in later] == ["ok"] * 4
+    unsaid = [served.post("/v1/usage", scope)[1]["level"] for _ in range(6)]
+    assert unsaid == ["ok"] * 6  # not said: not counted
+
+
 MALFORMED = [
     ("/v1/hooks/claude-code", b"{not json", 400, "body"),
     ("/v1/hooks/claude-code", b"[1, 2]", 400, "body"),
@@ -276,6 +292,7 @@ MALFORMED = [
     ("/v1/usage", b'{"scope": "s", "input_tokens": -1}', 422, "input_tokens"),
     ("/v1/usage", b'{"scope": "s", "input_tokens": true}', 422, "input_tokens"),
     ("/v1/usage", b'{"scope": "s", "model": "m"}', 422, "input_tokens"),
+    ("/v1/usage", b'{"scope": "s", "input_tokens": 1, "called_tool": "no"}', 422, "called_tool"),
 ]
 
 

@@ -133,6 +133,9 @@ class Spent:
     scope: str
     usage: Mapping[str, Any]
     agent: str | None = None
+    called_tool: bool | None = None
+    """Whether the model's reply called a tool (``None``: not said); replies in a row that
+    call none are a ``no_tool_streak``."""
 
 
 HOOK_AGENTS = ("claude-code", "codex")
@@ -199,7 +202,7 @@ _TOKEN_FIELDS = ("input_tokens", "output_tokens", "cached_input_tokens")
 
 def spent_of(body: Mapping[str, Any]) -> Spent:
     """``POST /v1/usage``: ``{scope | traceparent, input_tokens, output_tokens,
-    cached_input_tokens?, model?, cost?, agent?}``."""
+    cached_input_tokens?, model?, cost?, called_tool?, agent?}``."""
     usage: dict[str, Any] = {}
     for name in (*_TOKEN_FIELDS, "cost"):
         value = body.get(name)
@@ -215,7 +218,15 @@ def spent_of(body: Mapping[str, Any]) -> Spent:
     model = optional_text(body, "model")
     if model is not None:
         usage["model"] = model
-    return Spent(scope=scope_of(body), usage=usage, agent=optional_text(body, "agent"))
+    called = body.get("called_tool")
+    if called is not None and not isinstance(called, bool):
+        raise BadField("called_tool", f"got {_json_type(called)}; allowed: true or false")
+    return Spent(
+        scope=scope_of(body),
+        usage=usage,
+        agent=optional_text(body, "agent"),
+        called_tool=called,
+    )
 
 
 def verdict_body(verdict: Verdict) -> dict[str, Any]:
@@ -283,7 +294,8 @@ class Verdicts:
         return self._in_span("loopguard.outcome", outcome.tool, answer)
 
     def spent(self, spent: Spent) -> Verdict:
-        """Add a model call's usage to the scope's totals; the budget verdict it brings."""
+        """Add a model call's usage to the scope's totals; the budget verdict it brings, or the
+        warning of a streak of replies that called no tool."""
         attributes = {f"gen_ai.usage.{k}": v for k, v in spent.usage.items() if k != "model"}
         attributes["gen_ai.usage.cache_read.input_tokens"] = attributes.pop(
             "gen_ai.usage.cached_input_tokens", 0
@@ -297,7 +309,9 @@ class Verdicts:
 
         def answer() -> Verdict:
             now = time.time()
-            mark = spend(self._runtime, spent.scope, usage, model, (now, now), spent.agent)
+            mark = spend(
+                self._runtime, spent.scope, usage, model, (now, now), spent.agent, spent.called_tool
+            )
             if mark is None:
                 return OK
             span = trace.get_current_span()
