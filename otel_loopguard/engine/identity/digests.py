@@ -58,7 +58,7 @@ def digest_call(
     shape_fp = edit_fp = None
     if cfg.shapes_read:
         shaped = shell.shape_of_arguments(value)
-        shape_fp = fp.shape_key(tool, shaped.shape)
+        shape_fp = _shared_shape(fp.shape_key(tool, shaped.shape))
         if shell.is_edit(tool, shaped.command):
             # An editing tool's call is its edit; a shell command's, its text with line
             # addresses blanked (the same print inserted at another line is the same edit).
@@ -75,6 +75,22 @@ def digest_call(
         shape_fp,  # shape_fp
         edit_fp,  # edit_fp
     )
+
+
+_SHAPES: dict[int, int] = {}
+_MAX_SHAPES = 4096
+
+
+def _shared_shape(key: int) -> int:
+    """One object per shape digest, for the windows' records to share: a run's calls come in
+    far fewer shapes than calls (a healthy run's too), and an int of 60 bits takes 32 bytes.
+    Only digests are kept; the table is emptied when it fills (a miss costs one object)."""
+    found = _SHAPES.get(key)
+    if found is None:
+        if len(_SHAPES) >= _MAX_SHAPES:
+            _SHAPES.clear()
+        _SHAPES[key] = found = key
+    return found
 
 
 def digest_outcome(
@@ -153,7 +169,10 @@ def _result(
             return _read_structured(call, {"details": result}, cfg)
     volatile = cfg.volatile_keys
     key = fp.result_key(result, volatile, exec_style=call.is_poll, text=fp.result_text(volatile))
-    if cfg.shapes_read and isinstance(result, str):
+    if cfg.shapes_read and isinstance(result, str) and result[:2] not in _JSON_TEXT_STARTS:
+        # An output's state, for plain text: a JSON text's volatile values are blanked by
+        # key in ``key`` (``volatileKeys``), and blanking its numbers too would cost more
+        # than the rest of the outcome's digest.
         state = shell.state_of_output(result)
         if state is not None:
             return OutcomeDigest(key, None, "ok", None, fp.text_key(state))
@@ -197,6 +216,8 @@ def _texts(content: object) -> str:
 
 _RESULT_ONLY = frozenset({"result"})
 _OBJECT_START = re.compile(r"\s*\{")
+_JSON_TEXT_STARTS = frozenset({'{"', "{}", "[{", '["', "[]", "[["})
+"""How a serialiser's JSON object or array text starts (a shell's ``[1/3] ...`` does not)."""
 _STRUCTURED_START = re.compile(r'\s*\{\s*"(?:content|details)"')
 """OpenClaw's result object has only ``content`` and ``details``: its text starts with one."""
 _FRAMEWORK_START = re.compile(r'\s*\{\s*"(?:content|details|result|isError|structuredContent)"')
