@@ -60,14 +60,18 @@ def cycle_tail(records: Sequence[CallRecord], shape_fp: int | None, args_fp: int
         return _NONE
     best = _NONE
     size = len(records)
+    alike = 0  # how many of the newest records have the proposed call's shape
+    for record in reversed(records[-MAX_PERIOD:]):
+        if record.shape_fp != shape_fp:
+            break
+        alike += 1
     for period in range(MIN_PERIOD, MAX_PERIOD + 1):
         if size < period or records[-period].shape_fp != shape_fp:
             continue
-        head = [records[i].shape_fp for i in range(size - period, size)]
         if period == 1:
             if not _failed_retry(records[-1]):
                 continue  # calls of one shape that succeed alike: a day's weather, an echo
-        elif len(set(head)) < 2:
+        elif alike >= period:
             continue  # one shape over a longer period: the one-step cycle, already judged
         matched = 0
         changed = False
