@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from otel_loopguard.engine.identity.shell import (
+    _VOLATILE,
     MAX_SHAPE_CHARS,
     MAX_STATE_CHARS,
     edit_of_command,
@@ -178,3 +179,37 @@ def test_hostile_commands_are_read_to_a_bound() -> None:
     assert len(shape_of_command(hostile)) <= MAX_SHAPE_CHARS
     assert len(shape_of_command("x" * 1_000_000)) == MAX_SHAPE_CHARS
     assert is_edit("bash", shape_of_command("sed -n" + " -x" * 500_000)) is False
+
+
+def _unbounded_repeats(pattern: str) -> list[str]:
+    """The greedy or lazy repetitions of ``pattern`` with no upper bound (possessive ones,
+    which never give back what they took, are not tried again from each character)."""
+    from re import _constants as constants  # type: ignore[attr-defined]
+    from re import _parser as parser  # type: ignore[attr-defined]
+
+    found: list[str] = []
+
+    def walk(items: object) -> None:
+        for op, value in items:  # type: ignore[attr-defined]
+            if op in (constants.MAX_REPEAT, constants.MIN_REPEAT):
+                low, high, inner = value
+                if high == constants.MAXREPEAT:
+                    found.append(f"{op} {low}..")
+                walk(inner)
+            elif op in (constants.POSSESSIVE_REPEAT, constants.ATOMIC_GROUP):
+                walk(value[-1] if op == constants.POSSESSIVE_REPEAT else value)
+            elif op == constants.SUBPATTERN:
+                walk(value[-1])
+            elif op == constants.BRANCH:
+                for branch in value[1]:
+                    walk(branch)
+
+    walk(parser.parse(pattern))
+    return found
+
+
+def test_an_outputs_volatile_parts_are_found_with_bounded_repetitions() -> None:
+    """Tried from every digit of an output, an unbounded repetition made a run of 4 096 digits
+    cost about 1.5 s to blank (quadratic); every repetition is now bounded or possessive."""
+    assert _unbounded_repeats(_VOLATILE.pattern) == []
+    assert state_of_output("1" * 5000 + " in 0.25s") == "1" * 5000 + " in #"
