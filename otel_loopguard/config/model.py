@@ -104,6 +104,7 @@ class DetectorToggles(_Block):
     state_recurrence: StrictBool | None = None
     edit_undone: StrictBool | None = None
     edit_resubmitted: StrictBool | None = None
+    call_resubmitted: StrictBool | None = None
     no_tool_streak: StrictBool | None = None
 
 

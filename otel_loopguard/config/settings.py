@@ -116,9 +116,10 @@ class ResolvedConfig:
     ping_pong: bool = True
     argument_churn: bool = True
     shape_cycle: bool = True
-    state_recurrence: bool = True
-    edit_undone: bool = True
+    state_recurrence: bool = False
+    edit_undone: bool = False
     edit_resubmitted: bool = True
+    call_resubmitted: bool = True
     no_tool_streak: bool = True
     """The detectors of loops whose text changes (docs/detection.md); ``profile: openclaw``
     has none of them."""
@@ -181,7 +182,11 @@ class ResolvedConfig:
         object.__setattr__(self, "active", self.enabled is not False)
         object.__setattr__(self, "poll_tools", frozenset(rule.tool for rule in self.poll_rules))
         shapes = (
-            self.shape_cycle or self.state_recurrence or self.edit_undone or self.edit_resubmitted
+            self.shape_cycle
+            or self.state_recurrence
+            or self.edit_undone
+            or self.edit_resubmitted
+            or self.call_resubmitted
         )
         object.__setattr__(self, "shapes_read", self.enabled is True and shapes)
 
@@ -243,6 +248,7 @@ OPENCLAW_DEFAULTS = ResolvedConfig(
     state_recurrence=False,
     edit_undone=False,
     edit_resubmitted=False,
+    call_resubmitted=False,
     no_tool_streak=False,
 )
 """``profile: openclaw``'s defaults: OpenClaw 2026.9.6's rules, no volatile keys of ours, a
@@ -322,6 +328,7 @@ def _normalise(block: LoopDetectionConfig, label: str, notes: list[str]) -> Reso
         state_recurrence=_pick(toggles.state_recurrence, defaults.state_recurrence),
         edit_undone=_pick(toggles.edit_undone, defaults.edit_undone),
         edit_resubmitted=_pick(toggles.edit_resubmitted, defaults.edit_resubmitted),
+        call_resubmitted=_pick(toggles.call_resubmitted, defaults.call_resubmitted),
         no_tool_streak=_pick(toggles.no_tool_streak, defaults.no_tool_streak),
         compaction_window_size=(guard and guard.window_size) or defaults.compaction_window_size,
         observe_only=_pick(block.observe_only, defaults.observe_only),

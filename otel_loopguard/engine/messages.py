@@ -113,6 +113,8 @@ def _facts(detector: str, tool: str, count: int, paired: str | None) -> str:
         return f"the same {tool} edit was made {count} times, undone in between"
     if detector == "edit_resubmitted":
         return f"the same {tool} edit was sent {count} times and refused the same way each time"
+    if detector == "call_resubmitted":
+        return f"the same {tool} call was sent {count} times and answered the same way each time"
     if detector == "no_tool_streak":
         return f"the last {count} model replies called no tool"
     return f"{detector}: {tool} x{count}"
@@ -186,6 +188,10 @@ _CHANGING = {
     ),
     "edit_undone": "Decide whether the edit belongs before making it again.",
     "edit_resubmitted": "The same edit will be refused again: read the error and change the edit.",
+    "call_resubmitted": (
+        "Sent again unchanged, it will be answered the same way: read the answer and change the "
+        "call, or take another step."
+    ),
     "no_tool_streak": (
         "Each reply must contain exactly one tool call in the format the agent expects."
     ),

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from ..config.loading import ConfigSource, load_config
 from ..config.settings import Settings, resolve
+from .detection.replies import Reply
 from .identity.digests import Digester, digest_call, digest_outcome
 from .records import UNRECORDED
 from .state.scope import ScopeState
@@ -72,6 +73,18 @@ class Spent:
     """How many tool calls the model's reply asked for, where the recording says (``None``: it
     does not; ``0``: a reply that called no tool, such as one an agent rejected for its format):
     a streak of replies that called none warns (``detection/replies.py``)."""
+    rejected: bool = False
+    """A reply that called no tool because the agent rejected it (mini-swe-agent's format
+    check): it counts in a streak. One that called none and was not rejected is an answer (to
+    the user: a turn's end), which ends a streak."""
+
+    @property
+    def reply(self) -> Reply | None:
+        if self.tool_calls is None:
+            return None
+        if self.tool_calls > 0:
+            return "tool"
+        return "rejected" if self.rejected else "answer"
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +163,7 @@ class Replayer:
                 item.started,
                 item.ended,
                 self._settings.for_agent(item.agent),
-                None if item.tool_calls is None else item.tool_calls > 0,
+                item.reply,
             )
             if fired is not None and not fired.blocked and fired.detector == "no_tool_streak":
                 # Given on the model call's span: a replayed step of its own, with no call.

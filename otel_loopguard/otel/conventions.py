@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from ..config.settings import GlobalSettings
+from ..engine.detection.replies import Reply
 from ..engine.identity.names import MAX_NAME_CHARS, bounded
 
 __all__ = [
@@ -180,30 +181,43 @@ def model_of(attributes: Mapping[str, Any]) -> str | None:
 _FINISH_REASONS = "gen_ai.response.finish_reasons"
 _OUTPUT_MESSAGES = "gen_ai.output.messages"
 _TOOL_REASONS = frozenset({"tool_calls", "tool_call", "tool_use", "function_call"})
+_UNUSABLE_REASONS = frozenset(
+    {"length", "max_tokens", "max_output_tokens", "content_filter", "safety", "recitation"}
+)
+"""Finish reasons of a reply the agent cannot use as it is (OpenAI's ``length`` and
+``content_filter``, Anthropic's ``max_tokens``, Gemini's ``MAX_TOKENS``, ``SAFETY``,
+``RECITATION``, compared in lower case)."""
+_MAX_REASONS = 8
 _TOOL_PART = '"tool_call"'
 _MAX_OUTPUT_SEARCH = 1 << 16
 """Characters of a recorded reply searched for a tool call part (a bounded read)."""
 
 
-def reply_called_tool(attributes: Mapping[str, Any]) -> bool | None:
-    """Whether a model call's reply called a tool: a tool finish reason, or a ``tool_call`` part
-    in the recorded reply; ``False`` when the span says how the reply finished or what it was
-    and neither shows one; ``None`` when it says neither.
+def reply_kind(attributes: Mapping[str, Any]) -> Reply | None:
+    """What a model call's reply was, read from its finish reasons first: a tool call (a tool
+    finish reason), a reply the agent cannot use (cut off at its length, filtered: it will ask
+    again), else an answer (it finished: to the user, at a turn's end). Only where the span
+    gives no finish reason is the recorded reply searched, for a ``tool_call`` part (a bounded
+    read). ``None`` when the span says neither.
 
     An agent that reads its actions from the reply's text (mini-swe-agent) finishes every reply
-    with ``stop``: a reply of it is told from a rejected one by the tool span that follows (a
-    tool call ends a streak of replies without one), or by a reader that records the action
-    as a ``tool_call`` part.
+    with ``stop``, the ones it rejects for their format too: those are told apart by a reader
+    of its own log (``replay``), never by guessing from a span.
     """
     reasons = attributes.get(_FINISH_REASONS)
-    messages = attributes.get(_OUTPUT_MESSAGES)
     if isinstance(reasons, str):
         reasons = (reasons,)
-    if isinstance(reasons, Sequence) and any(r in _TOOL_REASONS for r in reasons):
-        return True
+    if isinstance(reasons, Sequence) and reasons:
+        named = [r.lower() for r in reasons[:_MAX_REASONS] if isinstance(r, str)]
+        if any(r in _TOOL_REASONS for r in named):
+            return "tool"
+        if named and all(r in _UNUSABLE_REASONS for r in named):
+            return "rejected"
+        return "answer"
+    messages = attributes.get(_OUTPUT_MESSAGES)
     if isinstance(messages, str):
-        return messages.find(_TOOL_PART, 0, _MAX_OUTPUT_SEARCH) >= 0
-    return False if isinstance(reasons, Sequence) and reasons else None
+        return "tool" if messages.find(_TOOL_PART, 0, _MAX_OUTPUT_SEARCH) >= 0 else "answer"
+    return None
 
 
 def is_tool_span(attributes: Mapping[str, Any], name: str, settings: GlobalSettings) -> bool:

@@ -15,6 +15,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 
 from ..config.settings import ResolvedConfig
+from ..engine.detection.replies import Reply
 from ..engine.identity.additions import may_carry
 from ..engine.identity.digests import OutcomeDigest, digest_call, digest_outcome
 from ..engine.records import UNRECORDED, ProposedCall
@@ -156,8 +157,8 @@ class Outcomes:
             return ()
         started, ended = _seconds(span.start_time), _seconds(span.end_time)
         agent = entry.agent if entry is not None else None
-        tools = conventions.reply_called_tool(attributes)
-        mark = spend(self.runtime, scope_key, usage, model, (started, ended), agent, tools)
+        reply = conventions.reply_kind(attributes)
+        mark = spend(self.runtime, scope_key, usage, model, (started, ended), agent, reply)
         return () if mark is None else (mark,)
 
 
@@ -168,19 +169,19 @@ def spend(
     model: str | None,
     times: tuple[float, float],
     agent: str | None,
-    tools: bool | None = None,
+    reply: Reply | None = None,
 ) -> Mark | None:
     """A model call of the scope, from ``times[0]`` to ``times[1]`` (seconds since the epoch),
     spent ``usage``: added to the scope's totals; the mark of the budget verdict it brings, if
-    one fires (or the warning of a streak of replies that called no tool: ``tools``, whether
-    the reply called one, ``None`` when not known). For a model call seen as a span, and for
+    one fires (or the warning of a streak of rejected replies: ``reply``, what the reply was,
+    ``None`` when not known). For a model call seen as a span, and for
     usage an agent reports to a service."""
     cfg = runtime.settings.for_agent(agent)
     if not cfg.active:
         return None
     started, ended = times
     fired = runtime.store.update(
-        scope_key, ScopeState.spend, usage, model, started, ended, cfg, tools
+        scope_key, ScopeState.spend, usage, model, started, ended, cfg, reply
     )
     if fired is None:
         return None

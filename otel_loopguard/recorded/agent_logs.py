@@ -110,6 +110,7 @@ def spent(
     when: float = 0.0,
     tool_calls: int | None = None,
     agent: str | None = None,
+    rejected: bool = False,
 ) -> Spent:
     """A model call as an inference span would record it, its cost read as from one: ``cost``
     where the log recorded it, else from ``prices`` for its model (as ``replay`` prices spans)."""
@@ -127,7 +128,7 @@ def spent(
         usage, model = found.usage, found.model
     else:
         usage = Usage()
-    return Spent(usage, model, when, when, agent, tool_calls)
+    return Spent(usage, model, when, when, agent, tool_calls, rejected)
 
 
 def tool_span(tool: str) -> str:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config.settings import GlobalSettings
+from ..engine.detection.replies import Reply
 from ..engine.replay import COMPACTION, UNRECORDED, Call, Compaction, Spent
 from ..engine.verdict import COMPACTION_DETECTOR
 from ..otel import conventions
@@ -120,7 +121,7 @@ class _Trace:
                 span.start / 1e9,
                 span.end / 1e9,
                 self._agents.of(span),
-                _tool_calls(conventions.reply_called_tool(attributes)),
+                *_tool_calls(conventions.reply_kind(attributes)),
             )
         if not conventions.is_tool_span(attributes, span.name, settings):
             return None
@@ -213,6 +214,9 @@ def root_of(by_id: Mapping[str, RecordedSpan]) -> RecordedSpan:
     return min(roots or by_id.values(), key=lambda s: s.start)
 
 
-def _tool_calls(called: bool | None) -> int | None:
-    """A reply's tool calls as a span tells them: some (counted as one), none, or unknown."""
-    return None if called is None else int(called)
+def _tool_calls(reply: Reply | None) -> tuple[int | None, bool]:
+    """A reply's tool calls as a span tells them (some, counted as one; none; unknown), and
+    whether the agent could not use it."""
+    if reply is None:
+        return None, False
+    return int(reply == "tool"), reply == "rejected"

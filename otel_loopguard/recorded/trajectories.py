@@ -97,6 +97,7 @@ def read_mini_swe_agent(path: str, prices: Mapping[str, tuple[float, float, floa
                 cost=as_float(usage.get("cost")),
                 when=created or 0.0,
                 tool_calls=1 if len(actions) == 1 else 0,
+                rejected=len(actions) != 1,
             )
         )
         if len(actions) != 1:
@@ -148,6 +149,7 @@ def read_swe_agent(path: str, prices: Mapping[str, tuple[float, float, float]]) 
                 output_tokens=tokens_out,
                 cost=share,
                 tool_calls=1 if words else 0,
+                rejected=not words,
             )
         )
         if not words:

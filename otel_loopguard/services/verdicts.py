@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from opentelemetry import trace
 
 from ..arguments import described
+from ..engine.detection.replies import Reply
 from ..engine.state.store import InMemoryStore
 from ..engine.usage import Usage
 from ..engine.verdict import OK, Verdict
@@ -309,9 +310,12 @@ class Verdicts:
 
         def answer() -> Verdict:
             now = time.time()
-            mark = spend(
-                self._runtime, spent.scope, usage, model, (now, now), spent.agent, spent.called_tool
-            )
+            reply: Reply | None = None
+            if spent.called_tool is not None:
+                # A reply an agent reports as having called no tool is one it could not use
+                # (docs/coding-agents.md): an answer that ends a turn is reported without it.
+                reply = "tool" if spent.called_tool else "rejected"
+            mark = spend(self._runtime, spent.scope, usage, model, (now, now), spent.agent, reply)
             if mark is None:
                 return OK
             span = trace.get_current_span()

@@ -17,7 +17,7 @@ from .cycles import MIN_TURNS, cycle_tail
 from .finding import Finding, verdict_of
 from .recurrence import MIN_RETURNS, returns_of
 from .redone import MIN_MAKINGS, makings_of
-from .resubmitted import MIN_REFUSALS, refusals_of
+from .resubmitted import MIN_REFUSALS, is_action, sendings_of
 
 __all__ = ["changing_text"]
 
@@ -34,11 +34,15 @@ def changing_text(
     ``criticalThreshold`` asks of a repeat (a cycle of that many calls), or half the warning
     threshold's count of sendings, makings or returns (each of them a call or more).
     """
+    if any(record.outcome == "veto" for record in records):
+        # A blocked call is no step of a loop and no evidence against one: the loop goes on
+        # through it, and its next call is judged on the same evidence (a second critical).
+        records = [record for record in records if record.outcome != "veto"]
     edit = call.edit_fp is not None
     recurs = seen is None or seen >= MIN_RETURNS  # a return is one of its calls
     for judge, switched_on in (
         (_cycle, cfg.shape_cycle),
-        (_resubmitted, cfg.edit_resubmitted and edit),
+        (_resubmitted, cfg.edit_resubmitted if edit else cfg.call_resubmitted),
         (_redone, cfg.edit_undone and edit),
         (_recurrence, cfg.state_recurrence and recurs and not edit),
     ):
@@ -53,9 +57,13 @@ def _cycle(
     records: Sequence[CallRecord], call: ProposedCall, cfg: ResolvedConfig
 ) -> Finding | None:
     cycle = cycle_tail(records, call.shape_fp, call.args_fp)
-    if not cycle.changed or cycle.calls <= MIN_TURNS * cycle.period:
+    warns_at = MIN_TURNS * cycle.period + 1
+    if not cycle.changed or cycle.calls < warns_at:
         return None
-    verdict = _graded("shape_cycle", cycle.calls >= cfg.critical_threshold, call, cycle.calls)
+    # A block needs as many calls as a repeat's, and one more turn than the warning: a low
+    # criticalThreshold never turns the cycle's first sight into a block.
+    blocks_at = max(cfg.critical_threshold, warns_at + cycle.period)
+    verdict = _graded("shape_cycle", cycle.calls >= blocks_at, call, cycle.calls)
     signature = ("shape_cycle", call.shape_fp, cycle.period)
     return Finding(verdict, signature, cycle.calls - 1, MIN_TURNS * cycle.period)
 
@@ -63,12 +71,25 @@ def _cycle(
 def _resubmitted(
     records: Sequence[CallRecord], call: ProposedCall, cfg: ResolvedConfig
 ) -> Finding | None:
-    refusals = refusals_of(records, call.args_fp, call.edit_fp)
-    if refusals < MIN_REFUSALS:
+    """An edit (``edit_resubmitted``) or another call (``call_resubmitted``) resent after it
+    was refused :data:`MIN_REFUSALS` times in a row the same way: an edit or an action
+    (``book_...``, ``send_...``) answered as the same call was before, or any call failed by
+    its status the same way. Blocks at half the warning threshold's sendings. A read answered
+    alike again is not refused (a poll, a record looked at again, may be answered alike for a
+    while and then not): repeated, it is ``generic_repeat``'s."""
+    if call.is_poll:
+        return None  # polls are known_poll_no_progress's
+    sent, failed = sendings_of(records, call.args_fp)
+    if sent < MIN_REFUSALS:
         return None
-    sent = refusals + 1  # the proposed call is one more sending
-    verdict = _graded("edit_resubmitted", sent >= _strong(cfg, MIN_REFUSALS + 1), call, sent)
-    return Finding(verdict, ("edit_resubmitted", call.args_fp), 0, MIN_REFUSALS + 1)
+    edit = call.edit_fp is not None
+    if not (edit or failed or is_action(call.tool)):
+        return None  # a read answered alike again is looked at again: generic_repeat's
+    sent += 1  # the proposed call is one more sending
+    detector = "edit_resubmitted" if edit else "call_resubmitted"
+    critical = sent >= _strong(cfg, MIN_REFUSALS + 1)
+    verdict = _graded(detector, critical, call, sent)
+    return Finding(verdict, (detector, call.args_fp), sent - 1, MIN_REFUSALS + 1)
 
 
 def _redone(

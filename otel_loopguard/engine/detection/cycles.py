@@ -55,7 +55,14 @@ def _failed_retry(record: CallRecord) -> bool:
 
 def cycle_tail(records: Sequence[CallRecord], shape_fp: int | None, args_fp: int) -> Cycle:
     """The shortest period whose tail, continued by the call ``args_fp`` of shape ``shape_fp``,
-    has come round :data:`MIN_TURNS` times; else the longest tail found (``calls`` 0: none)."""
+    has come round :data:`MIN_TURNS` times; else the longest tail found (``calls`` 0: none).
+
+    A tail is a loop only if it is stuck: one of its steps failed (an error, a write that
+    changed nothing) or is an edit made again (an edit's shape is the edit itself). A tail of
+    steps that all went through, with other edits each turn, is a refactor or a poll: a rename
+    applied file by file and tested green each time comes round as often as any loop.
+    ``records`` holds no blocked call (``changing.py`` takes them out: a block is not a step,
+    and the loop goes on through it)."""
     if shape_fp is None:
         return _NONE
     best = _NONE
@@ -74,7 +81,7 @@ def cycle_tail(records: Sequence[CallRecord], shape_fp: int | None, args_fp: int
         elif alike >= period:
             continue  # one shape over a longer period: the one-step cycle, already judged
         matched = 0
-        changed = False
+        changed = stuck = False
         index = size - 1
         while index - period >= 0:
             newer, older = records[index], records[index - period]
@@ -82,8 +89,11 @@ def cycle_tail(records: Sequence[CallRecord], shape_fp: int | None, args_fp: int
             if step is None or step != _step(older):
                 break
             changed = changed or newer.args_fp != older.args_fp
+            stuck = stuck or newer.no_progress or newer.edit_fp is not None
             matched += 1
             index -= 1
+        if not stuck:
+            continue  # every step went through, none an edit made again: work, not a loop
         # The proposed call continues the tail: it is as the call a period before it.
         changed = changed or records[-period].args_fp != args_fp
         calls = period + matched + 1

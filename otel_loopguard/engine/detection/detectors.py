@@ -195,6 +195,13 @@ def ping_pong_tail(
     return tail, last, stable
 
 
+def _waits(tool: str) -> bool:
+    """Whether a tool waits (``sleep``, ``wait``, ``wait_for_job``): a call alternating with
+    it is polled, and a poll that ends is work (its own repeats are ``generic_repeat``'s)."""
+    name = tool.lower()
+    return name in ("sleep", "wait") or name.startswith(("wait_", "sleep_"))
+
+
 def _may_fire(
     history: Sequence[CallRecord],
     call: ProposedCall,
@@ -336,6 +343,8 @@ def _literal(
         tail, last, stable = ping_pong_tail(records, fp) if batch is None else batch.ping_pong(fp)
         # Ours caps the count at the window (a tail cannot be longer); OpenClaw's does not.
         count = min(tail + 1, cfg.history_size) if cfg.ping_pong_capped else tail + 1
+        if last is not None and cfg.ping_pong_capped and (_waits(tool) or _waits(last.tool)):
+            last = None  # ours: a call alternating with a wait is a poll, not a ping-pong
         if last is not None and count >= cfg.warning_threshold:
             pair = (min(fp, last.args_fp), max(fp, last.args_fp))
             if count >= cfg.critical_threshold and stable:

@@ -19,9 +19,10 @@ from ..records import CallRecord
 
 __all__ = ["MIN_RETURNS", "Recurrence", "returns_of"]
 
-MIN_RETURNS = 3
-"""A fix checked by reverting it and making it again brings a test's outcome back twice (the
-failure without the fix, the pass with it); a third time, the edits are not moving it."""
+MIN_RETURNS = 2
+"""A run after an edit that gives its run before's state again may be an edit that did not
+touch what the run reads (a log line, a comment); twice in a row, the edits are not reaching
+what they are meant to change (debug prints that never print, a fix in the wrong file)."""
 
 
 class Recurrence(NamedTuple):
@@ -36,27 +37,33 @@ _NONE = Recurrence(0, 0)
 
 
 def returns_of(records: Sequence[CallRecord], args_fp: int) -> Recurrence:
-    """The returns of the call ``args_fp`` in ``records``: the outcomes it gave that the window
-    had seen before (from it, or from another call: a build run by itself gives the output the
-    same build gave inside an earlier command), with an edit made since its previous call. Its
-    own records that are edits are left out: their outcome says nothing of the state they
-    made."""
-    first_seen: dict[int | str, int] = {}  # each state's first record, whatever its call
+    """The returns of the call ``args_fp`` in ``records``: its runs, each after an edit, that
+    gave the state its run before gave (the edits between did not move it). Its own records
+    that are edits are left out: their outcome says nothing of the state they made.
+
+    A run that comes back to a state it left is not counted: a fix checked by reverting it
+    (fail, pass, fail, pass) or a flaky test re-run (pass, fail, pass) moves every time; the
+    loop is an outcome that edits do not move at all."""
     returns = 0
     start: int | None = None
-    edited = False  # an edit was made since the previous call of this one
+    previous: int | str | None = None  # the state of the call's newest run so far
+    previous_at = 0
+    edited = False  # an edit was made since the previous run of this call
     for index, record in enumerate(records):
         if record.outcome in ("pending", "veto"):
             continue
+        if record.args_fp != args_fp or record.edit_fp is not None:
+            edited = edited or (record.edit_fp is not None and not record.no_progress)
+            continue
         state = record.state_fp if record.state_fp is not None else record.result_fp
         key: int | str = record.outcome if state is None else state
-        seen = first_seen.setdefault(key, index)
-        if record.args_fp != args_fp or record.edit_fp is not None:
-            edited = edited or record.edit_fp is not None
-            continue
-        if seen < index and edited:
+        if edited and key == previous:
             returns += 1
-            start = seen if start is None else min(start, seen)
+            if start is None:
+                start = previous_at
+        elif returns and key != previous:
+            returns, start = 0, None  # it moved: the evidence so far is of another time
+        previous, previous_at = key, index
         edited = False
     if start is None:
         return _NONE

@@ -1,44 +1,82 @@
-"""A rejected edit resubmitted as it is: the same edit, refused the same way, sent again (an
-edit a linter rejected, resubmitted byte for byte with the same error).
+"""A call resent as it is after it was refused: the same call, answered the same way, sent
+again (an edit a linter rejected, resubmitted byte for byte with the same error; a booking
+refused for its amount, resent with a "think" call between).
 
-A pure function over a window of call records (no clock, no I/O). A tool that refuses an edit
-refuses it again: the file it would change is as it was, so the same edit meets the same
-check. Literal (``args_fp``), but with thresholds of its own: a run on a cost limit ends before
-``generic_repeat``'s 10 calls.
+A pure function over a window of call records (no clock, no I/O). A refusal is read without
+the content: from the outcome's error status, or from an outcome identical to the one the same
+call got the sending before (a tool that refuses a call answers it the same way again; one
+that acted on it answers anew, with a new id or a changed file). Literal (``args_fp``), with
+thresholds of its own: a run on a cost limit ends before ``generic_repeat``'s 10 calls.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from ..records import CallRecord
 
-__all__ = ["MIN_REFUSALS", "refusals_of"]
+__all__ = ["MIN_REFUSALS", "Resent", "is_action", "sendings_of"]
 
 MIN_REFUSALS = 2
-"""A tool's check of an edit (a linter, a patch that does not apply) answers the same edit the
-same way: sent again unchanged, it is refused again. Models do resend a refused edit once and
-then read the error (three resolved SWE-agent runs of 51 in the training half); a third
-sending, after the same refusal twice, is the loop."""
+"""A call sent this many times in a row with one outcome is sent again: a warning. A check
+answers the same call the same way (a linter, a policy, a patch that does not apply): models
+do resend a refused call once and then read the answer (three resolved SWE-agent runs of 51
+in the training half); a third sending, after the same answer twice, is the loop."""
 
 
-def refusals_of(records: Sequence[CallRecord], args_fp: int, edit_fp: int | None) -> int:
-    """How many times in a row the edit ``args_fp`` was refused the same way (an error, or an
-    outcome that says nothing changed) with the file as it was: no edit between that went
-    through (a refused one changed nothing; views and searches change nothing)."""
-    if edit_fp is None:
-        return 0
-    refused: int | None = None
+class Resent(NamedTuple):
+    """The newest sendings of a call with one outcome (the proposed one not counted), and
+    whether each was refused by its status (an error, a write that changed nothing)."""
+
+    sendings: int
+    failed: bool
+
+
+_NONE = Resent(0, False)
+
+
+def sendings_of(records: Sequence[CallRecord], args_fp: int) -> Resent:
+    """The newest sendings of the call ``args_fp`` in a row with one outcome, with the
+    state they met as it was: no edit between that went through (a refused one changed
+    nothing; views, searches and other tools' calls change no file). Blocked calls and calls
+    with no outcome are passed over."""
+    outcome: int | None = None
     count = 0
+    failed = True
     for record in reversed(records):
-        if record.outcome in ("pending", "veto", "empty"):
+        if record.outcome in _NO_ANSWER:
             continue
         if record.args_fp != args_fp:
             if record.edit_fp is not None and not record.no_progress:
                 break  # an edit went through: the file may differ now
             continue
-        if not record.no_progress or (refused is not None and record.result_fp != refused):
-            break
-        refused = record.result_fp
+        if count and record.result_fp != outcome:
+            break  # answered another way: the call met another state
+        outcome = record.result_fp
+        failed = failed and record.no_progress
         count += 1
-    return count
+    return Resent(count, failed) if count else _NONE
+
+
+_NO_ANSWER = frozenset({"pending", "veto", "empty"})
+
+_ACTION_VERBS = frozenset(
+    {
+        "add", "apply", "assign", "book", "cancel", "change", "create", "delete", "edit",
+        "exchange", "insert", "modify", "move", "order", "pay", "post", "put", "refund",
+        "register", "remove", "rename", "reserve", "return", "schedule", "send", "set",
+        "submit", "transfer", "update", "upload", "write",
+    }
+)  # fmt: skip
+_WORDS = re.compile(r"[A-Z]?[a-z]{1,24}")
+
+
+def is_action(tool: str) -> bool:
+    """Whether a tool acts rather than reads, by the verb its name starts with
+    (``book_reservation``, ``sendMessage``, ``update-order``): a call of it answered as the
+    same call was before did not act, which a read answered again does not say (a poll, a
+    record read twice)."""
+    first = _WORDS.match(tool[:32])
+    return first is not None and first.group().lower() in _ACTION_VERBS

@@ -58,12 +58,17 @@ def digest_call(
     shape_fp = edit_fp = None
     if cfg.shapes_read:
         shaped = shell.shape_of_arguments(value)
-        shape_fp = _shared_shape(fp.shape_key(tool, shaped.shape))
         if shell.is_edit(tool, shaped.command):
             # An editing tool's call is its edit; a shell command's, its text with line
             # addresses blanked (the same print inserted at another line is the same edit).
-            raw = shaped.raw
+            # An edit's shape is the edit itself: two renames are two steps, the same fix
+            # re-applied at another line is one.
+            # An editor's ``command`` is its subcommand: its edit is the whole call.
+            raw = None if shell.is_editor(tool) else shaped.raw
             edit_fp = key if raw is None else fp.edit_key(tool, shell.edit_of_command(raw))
+            shape_fp = edit_fp
+        else:
+            shape_fp = _shared_shape(fp.shape_key(tool, shaped.shape))
     return ProposedCall(  # positional: a named tuple is made faster so (one per new call)
         sys.intern(tool),  # tool
         key,  # args_fp
@@ -107,7 +112,8 @@ def digest_outcome(
     no progress by itself. OpenClaw's result object is read as OpenClaw reads it
     (``structured.py``); with ``any_object_result`` (``profile: openclaw``), every object
     result is; framework shapes as docs/shapes.md lists them. Without ``text_results_parsed``
-    (``profile: openclaw``), a text result is compared whole, never read as JSON.
+    (``profile: openclaw``), a text result is compared whole, never read as JSON; a send's
+    text, in both profiles, is its result of text alone (OpenClaw's object of it, no details).
     """
     if issued is not None and result is not None and may_carry(result):
         result = without_message(result, issued)
@@ -139,11 +145,17 @@ def _result(
                 parsed = fp.normalise(result).value
                 if structured.is_tool_result(parsed):
                     return _read_structured(call, parsed, cfg)
-            return OutcomeDigest(result_fp=fp.text_key(result), unknown_tool=None, outcome="ok")
-        if _may_be_structured(result, cfg, call.kind):
+            if call.kind != "send":
+                return OutcomeDigest(result_fp=fp.text_key(result), unknown_tool=None, outcome="ok")
+        elif _may_be_structured(result, cfg, call.kind):
             parsed = fp.normalise(result).value
             if type(parsed) is dict:
                 result = parsed
+        if call.kind == "send" and isinstance(result, str):
+            # A send's text is its result of text alone (OpenClaw's result object of that
+            # text, no details): a send's outcome is its details without ids, here none, the
+            # same on every call (ids and counts in the text are no progress), in both profiles.
+            return _read_structured(call, structured.of_text(result), cfg)
     if type(result) is dict:
         if _carries_warning(result):
             # A warning the guard put in a mapping result (the message may be unknown here:

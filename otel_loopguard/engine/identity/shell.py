@@ -21,6 +21,7 @@ __all__ = [
     "Shaped",
     "edit_of_command",
     "is_edit",
+    "is_editor",
     "shape_of_arguments",
     "shape_of_command",
     "state_of_output",
@@ -37,32 +38,83 @@ own). Bounded so that a tool call's outcome costs no more than a few microsecond
 however long its output: blanking reads about 10 ns a character."""
 
 _HEREDOC = re.compile(r"<<-?[ \t]*(['\"]?)([A-Za-z_][A-Za-z0-9_]{0,31})\1")
-_QUOTED = re.compile(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"")
-"""A quoted word, in one linear pass: an unclosed quote does not match, and its quote mark is
-then blanked as punctuation is kept (the rest stays)."""
-_NUMBER = re.compile(r"[0-9](?:(?<=0)[xX][0-9a-fA-F]+|[0-9]*)")
-"""A number, hexadecimal (``0x1f``) or decimal; led by one character class, which the regular
-expression engine scans for (an alternation at the front is tried at every character: five
-times slower on text with no digit)."""
+_NUMBER = re.compile(r"[0-9](?:(?<=0)[xX][0-9a-fA-F]{1,16}+|[0-9]*+)")
+"""A number, hexadecimal (``0x1f``) or decimal: a line address, a count, a pid, a file's number
+(``test_api_v12.py``: a change applied file by file is told from a loop by its edits, each its
+own shape, and by a cycle needing a step that failed). Led by one character class, which the
+regular expression engine scans for; possessive, so a run of digits is read once."""
 _MAX_HEREDOCS = 8
 """Heredocs blanked in one command (each is found in one scan from where the last ended)."""
 
 
 def shape_of_command(text: str) -> str:
-    """``text`` with heredoc bodies and quoted words blanked, numbers written ``#``, and runs of
-    white space as one space.
+    """``text`` with heredoc bodies blanked, quoting written one way, numbers written ``#``,
+    and runs of white space as one space.
 
-    Line numbers, sizes, ids and pids differ between tries of one step; the text a step quotes
-    (a ``sed`` script, a ``python -c`` program, a ``grep`` pattern) is what a model rewrites as
-    it retries. What is left says what the step does and to which file.
+    Line numbers, sizes, ids and pids differ between tries of one step, as does the way a
+    model quotes a program it re-runs (``python -c "..."`` then ``python -c '...'``). The text
+    a step quotes (a ``sed`` script, a ``grep`` pattern, a ``python -c`` program) is kept: it
+    says what the step does, and two renames by two ``sed`` scripts are two steps. A heredoc's
+    body is blanked: a script re-written with another body and re-run for the same outcome is
+    the loop this shape exists for (its outcome tells tries apart where they differ).
     """
     text = text[:MAX_SHAPE_CHARS]
     if "<<" in text:
         text = _without_heredoc_bodies(text)
     if "'" in text or '"' in text:
-        text = _QUOTED.sub("''", text)
+        text = _one_quoting(text)
     text = _NUMBER.sub("#", text)
     return " ".join(text.split())  # runs of white space as one space, none at the ends
+
+
+def _one_quoting(text: str) -> str:
+    """``text`` with each quoted word's quote marks and escapes written one way: ``'a "b"'``,
+    ``"a \\"b\\""`` and ``"a 'b'"`` all read ``«a "b"»``. One pass from left to right, each
+    character read once: a quote with no closing mark ends the scan (the rest is kept as it is,
+    since no later quote of its kind can close either)."""
+    pieces: list[str] = []
+    start = 0
+    size = len(text)
+    while start < size:
+        single, double = text.find("'", start), text.find('"', start)
+        if single < 0 and double < 0:
+            break
+        if double < 0 or 0 <= single < double:
+            close = text.find("'", single + 1)
+            if close < 0:
+                break
+            pieces.append(text[start:single])
+            pieces.append(_quoted(text[single + 1 : close]))
+            start = close + 1
+            continue
+        close = _closing_double(text, double + 1)
+        if close < 0:
+            break
+        pieces.append(text[start:double])
+        pieces.append(_quoted(text[double + 1 : close].replace('\\"', '"')))
+        start = close + 1
+    pieces.append(text[start:])
+    return "".join(pieces)
+
+
+def _closing_double(text: str, start: int) -> int:
+    """The index of the double quote that closes one opened before ``start``: the first not
+    escaped by an odd run of backslashes; -1 if none. Each character is read at most twice
+    (a backslash run is counted once, back from the quote that follows it)."""
+    while True:
+        found = text.find('"', start)
+        if found < 0:
+            return -1
+        slashes = 0
+        while found - slashes - 1 >= start and text[found - slashes - 1] == "\\":
+            slashes += 1
+        if not slashes % 2:
+            return found
+        start = found + 1
+
+
+def _quoted(content: str) -> str:
+    return "\u00ab" + content.replace("'", '"') + "\u00bb"
 
 
 def _without_heredoc_bodies(text: str) -> str:
@@ -101,11 +153,16 @@ class Shaped(NamedTuple):
 
 def shape_of_arguments(value: object) -> Shaped:
     """A call's shape, and its command if it has one (a text argument, or a text under
-    ``command``, ``cmd``, ``script``, ``code`` or ``input``, or a mapping's one text).
+    ``command``, ``cmd``, ``script``, ``code`` or ``input``, or a mapping's one text that is
+    no free text).
 
-    A mapping's texts are shaped as commands, its numbers written ``#``, other values by their
-    type: one level, at most :data:`_MAX_SHAPED_KEYS` keys (the literal digest tells calls
-    apart; the shape only groups them).
+    A mapping's command texts and its one-word texts (a path, an id, a name) are shaped as
+    commands, its free texts (a thought, a note, a message: a text with white space in it
+    under any other key) written ``«text»`` whatever they say, its numbers written ``#``, other
+    values by their type: one level, at most :data:`_MAX_SHAPED_KEYS` keys. A free text is
+    prose, not a program: shaped as one, two thoughts would be two steps however alike the
+    calls around them (the literal digest still tells the calls apart; the shape only groups
+    them).
     """
     if isinstance(value, str):
         shape = shape_of_command(value)
@@ -117,6 +174,9 @@ def shape_of_arguments(value: object) -> Shaped:
     for key in sorted(map(str, value))[:_MAX_SHAPED_KEYS]:
         item = value.get(key)
         if isinstance(item, str):
+            if key not in _COMMAND_KEYS and _is_free_text(item):
+                parts.append(f"{key}=\u00abtext\u00bb")
+                continue
             texts[key] = (item, shape_of_command(item))
             parts.append(f"{key}={texts[key][1]}")
         elif isinstance(item, (int, float)) and not isinstance(item, bool):
@@ -130,8 +190,20 @@ def shape_of_arguments(value: object) -> Shaped:
     return Shaped(shape, None, None) if command is None else Shaped(shape, command[1], command[0])
 
 
-_SED_ADDRESS = re.compile(r"(['\"])[0-9]{1,9}(?:,[0-9]{1,9})?(?=[a-zA-Z{!])")
-"""A ``sed`` script's line address, after its opening quote: ``'1895i``, ``'380,381c``."""
+def _is_free_text(text: str) -> bool:
+    """Prose rather than a word: white space after the first word (read in the first
+    :data:`_FREE_TEXT_PROBE` characters; a path or an id has none)."""
+    head = text[:_FREE_TEXT_PROBE].strip()
+    return " " in head or "\n" in head or "\t" in head
+
+
+_FREE_TEXT_PROBE = 256
+
+
+_SED_ADDRESS = re.compile(r"(['\"])[0-9]{1,9}(?:,[0-9]{1,9})?(?=[ac-zA-Z{!])")
+"""A ``sed`` script's line address, after its opening quote, where the command writes text:
+``'1895i``, ``'380,381c``. A deletion's address is kept: ``'1895d`` and ``'1912d`` delete two
+different lines, where the same print inserted at either is one edit."""
 _EDIT_LINES = re.compile(r"edit [0-9]{1,9}:[0-9]{1,9}\b")
 """SWE-agent's ``edit N:M``."""
 
@@ -195,10 +267,13 @@ _EDIT_TOOLS = frozenset(
         "write_file",
         "create",
         "insert",
+        "multiedit",
+        "notebookedit",
     }
 )
-"""Tools whose every call changes a file (SWE-agent's ``edit``, OpenClaw's ``write``, the
-editors of coding agents)."""
+"""Tools whose every call changes a file, named in lower case (a tool's name is compared so):
+SWE-agent's ``edit``, OpenClaw's ``write``, Claude Code's ``Edit``, ``MultiEdit``, ``Write`` and
+``NotebookEdit``, the editors of other coding agents."""
 _EDIT_COMMAND = re.compile(
     r"(?:^|[;&|(]) ?(?:sed|perl) (?:-[a-zA-Z]* )*-[a-zA-Z]*i"
     r"|(?:^|[;&|(]) ?(?:git (?:checkout|restore|stash|apply|revert|reset)|patch)\b"
@@ -211,13 +286,41 @@ is no redirection."""
 
 
 def is_edit(tool: str, shape: str | None) -> bool:
-    """Whether a call changes a file: a call of an editing tool, or a shell command whose shape
-    (:func:`shape_of_command`) writes one."""
+    """Whether a call changes a file: a call of an editing tool (but its ``view``: an editor
+    whose ``command`` argument names what it does, as ``str_replace_editor``'s), or a shell
+    command whose shape (:func:`shape_of_command`) writes one."""
     if tool.lower() in _EDIT_TOOLS:
-        return True
+        return shape not in _READ_COMMANDS
     if shape is None or not any(word in shape for word in _EDIT_WORDS):
         return False  # most commands: none of the words an edit needs (a few fast scans)
+    if "\u00ab" in shape:
+        shape = _without_quoted(shape)
     return _EDIT_COMMAND.search(shape) is not None
 
 
+def _without_quoted(shape: str) -> str:
+    """A shape with each quoted word's text taken out (``«...»`` left empty): a quoted program
+    (``python -c "if a > b.c: ..."``) is no redirection. One scan."""
+    pieces: list[str] = []
+    start = 0
+    while True:
+        opened = shape.find("\u00ab", start)
+        if opened < 0:
+            break
+        closed = shape.find("\u00bb", opened + 1)
+        if closed < 0:
+            break
+        pieces.append(shape[start : opened + 1])
+        start = closed
+    pieces.append(shape[start:])
+    return "".join(pieces)
+
+
 _EDIT_WORDS = ("sed", "perl", "git", "patch", ">")
+_READ_COMMANDS = frozenset({"view", "read", "show", "list"})
+"""An editor's subcommands that change nothing (``str_replace_editor``'s ``view``)."""
+
+
+def is_editor(tool: str) -> bool:
+    """Whether ``tool`` is an editing tool (its call's edit is the whole call)."""
+    return tool.lower() in _EDIT_TOOLS

@@ -15,7 +15,7 @@ from ..detection import escalation, spending
 from ..detection.batch import Pending
 from ..detection.compaction import CompactionGuard
 from ..detection.detectors import evaluate, window
-from ..detection.replies import no_tool_warning
+from ..detection.replies import Reply, no_tool_warning
 from ..identity.digests import OutcomeDigest
 from ..records import CallRecord, ProposedCall
 from ..usage import NOTHING_SPENT, Usage
@@ -448,14 +448,15 @@ class ScopeState:
         started: float,
         ended: float,
         cfg: ResolvedConfig,
-        tools: bool | None = None,
+        reply: Reply | None = None,
     ) -> Verdict | None:
         """A model call of the scope ended (its span's times, in seconds since the epoch) having
         spent ``usage``; the budget verdict it brings, if any (an abort is the scope's flag),
-        else a streak of replies without a tool call's warning. ``tools``: whether the reply
-        called a tool (``None``: not known)."""
-        if tools is not None:
-            self.replies_without_tools = 0 if tools else self.replies_without_tools + 1
+        else a streak of rejected replies' warning. ``reply``: what the reply was (a tool call,
+        an answer, a reply the agent rejected; ``None``: not known)."""
+        if reply is not None:
+            rejected = reply == "rejected"
+            self.replies_without_tools = self.replies_without_tools + 1 if rejected else 0
         self.usage = self.usage.plus(usage)
         self.model = model or self.model
         if self.first_model_call is None or started < self.first_model_call:
@@ -465,7 +466,9 @@ class ScopeState:
             return None
         found = None if cfg.budget is None else spending.within_budget(self, None, cfg, None)
         if found is None:
-            return None if tools is not False else no_tool_warning(self.replies_without_tools, cfg)
+            if reply != "rejected":
+                return None
+            return no_tool_warning(self.replies_without_tools, cfg)
         if found.verdict.aborted and not cfg.observe_only:
             self.abort = found.verdict
         return found.verdict
