@@ -70,13 +70,22 @@ def shape_of_command(text: str) -> str:
 def _one_quoting(text: str) -> str:
     """``text`` with each quoted word's quote marks and escapes written one way: ``'a "b"'``,
     ``"a \\"b\\""`` and ``"a 'b'"`` all read ``«a "b"»``. One pass from left to right, each
-    character read once: a quote with no closing mark ends the scan (the rest is kept as it is,
-    since no later quote of its kind can close either)."""
+    character read once, the first :data:`_MAX_QUOTED` quoted words: a quote with no closing
+    mark ends the scan (the rest is kept as it is, since no later quote of its kind can close
+    either)."""
     pieces: list[str] = []
     start = 0
     size = len(text)
-    while start < size:
-        single, double = text.find("'", start), text.find('"', start)
+    single = double = -2  # the next quote mark of each kind at or after ``start`` (-1: none)
+    for _ in range(_MAX_QUOTED):
+        if start >= size:
+            break
+        # Each kind's next mark is searched again only once the scan has passed it: a text
+        # with many of one kind and none of the other reads the other's absence once.
+        if -1 < single < start or single == -2:
+            single = text.find("'", start)
+        if -1 < double < start or double == -2:
+            double = text.find('"', start)
         if single < 0 and double < 0:
             break
         if double < 0 or 0 <= single < double:
@@ -95,6 +104,11 @@ def _one_quoting(text: str) -> str:
         start = close + 1
     pieces.append(text[start:])
     return "".join(pieces)
+
+
+_MAX_QUOTED = 64
+"""Quoted words written one way in one command; the rest is kept as it is. Each costs a step
+at Python's pace, so a text dense with quote marks costs what an ordinary command does."""
 
 
 def _closing_double(text: str, start: int) -> int:
@@ -200,7 +214,7 @@ def _is_free_text(text: str) -> bool:
 _FREE_TEXT_PROBE = 256
 
 
-_SED_ADDRESS = re.compile(r"(['\"])[0-9]{1,9}(?:,[0-9]{1,9})?(?=[ac-zA-Z{!])")
+_SED_ADDRESS = re.compile(r"(['\"])[0-9]{1,9}(?:,[0-9]{1,9})?(?=[a-ce-zA-Z{!])")
 """A ``sed`` script's line address, after its opening quote, where the command writes text:
 ``'1895i``, ``'380,381c``. A deletion's address is kept: ``'1895d`` and ``'1912d`` delete two
 different lines, where the same print inserted at either is one edit."""
@@ -303,7 +317,7 @@ def _without_quoted(shape: str) -> str:
     (``python -c "if a > b.c: ..."``) is no redirection. One scan."""
     pieces: list[str] = []
     start = 0
-    while True:
+    for _ in range(_MAX_QUOTED):
         opened = shape.find("\u00ab", start)
         if opened < 0:
             break
