@@ -32,6 +32,7 @@ from .openclaw.conformance import (
     our_verdicts,
 )
 from .openclaw.scenarios import hand_written, odd_scenarios, random_scenarios
+from .openclaw.shapes import text_only_sends
 
 PROFILES = Path(__file__).resolve().parent.parent / "docs" / "profiles.md"
 OPENCLAW = {"enabled": True, "profile": "openclaw", "abortAfterCriticals": 0}
@@ -99,6 +100,27 @@ def test_the_hand_written_scenarios_reach_every_detector(
         "argument_churn",
         "compaction_loop_persisted",
     }
+
+
+@pytest.mark.parametrize("name", list(text_only_sends()))
+def test_text_only_sends_get_openclaws_verdicts_step_by_step(
+    name: str, theirs: dict[str, list[list[Seen]]]
+) -> None:
+    # A send's result of text alone, given to both as a span carries it (the text): OpenClaw
+    # reads the send's details without ids, none, and blocks the 21st call of one send; a text
+    # between results with details is another outcome, and only warned about.
+    steps = HAND_WRITTEN[name]
+    their = theirs["hand"][list(HAND_WRITTEN).index(name)]
+    ours = our_verdicts(steps, OPENCLAW)
+    assert len(their) == len(steps) >= 25
+    assert [v.key() for v in ours] == [v.key() for v in their]
+    blocked = [i for i, v in enumerate(their) if v.blocked]
+    if name.startswith("a send's text between"):
+        assert blocked == []
+        assert their[-1].level == "warning"
+    else:
+        assert blocked == list(range(20, len(steps)))
+        assert (their[20].level, their[20].detector) == ("critical", "generic_repeat")
 
 
 def test_profile_openclaw_agrees_on_hundreds_of_random_sequences(

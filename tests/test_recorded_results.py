@@ -3,8 +3,8 @@ stamped on every call, polls recorded as text, sends.
 
 ``profile: openclaw`` compares a text result whole, as OpenClaw compares a result that is no
 object, except OpenClaw's own result object recorded as JSON text (a span records it so), read
-as that object; the default profile reads JSON text as the value written in it
-(docs/profiles.md). The
+as that object, and a send's text, its result of text alone (no details, so no outcome but the
+send); the default profile reads JSON text as the value written in it (docs/profiles.md). The
 same sequences run against the real OpenClaw in test_openclaw_parity.py.
 """
 
@@ -100,6 +100,58 @@ def test_profile_openclaw_reads_a_send_recorded_as_json_text_as_its_result_objec
     # Read as the send it is, its message id left out: the same send again, in both profiles.
     assert detections(calls, OPENCLAW)[20] == "critical:generic_repeat"
     assert detections(calls, DEFAULT)[20] == "critical:generic_repeat"
+
+
+def test_a_send_recorded_as_its_text_alone_is_the_same_send_again() -> None:
+    # A result of text alone reaches a span as the text; OpenClaw holds it as its result
+    # object without details, and reads a send by its details without ids: none, whatever the
+    # text (ids, counts) says. Blocked at the 21st call, in both profiles.
+    send = {"action": "send", "to": "#general", "text": "done"}
+    for results in (
+        [f"Message sent to #general (id 1699999999.{123456 + n})" for n in range(25)],
+        [f"Delivered ({n + 1} so far)" for n in range(25)],
+        [json.dumps({"delivered": n}) for n in range(25)],
+    ):
+        calls: list[Call | Compaction] = [Call("message", send, text) for text in results]
+        found = detections(calls, OPENCLAW)
+        assert found[9:11] == ["ok", "warning:generic_repeat"]
+        assert found[20:] == ["critical:generic_repeat"] * 5
+    calls = [Call("sessions_send", {"sessionKey": "s2"}, f"sent {n}") for n in range(21)]
+    for config in (OPENCLAW, DEFAULT):
+        assert detections(calls, config)[20] == "critical:generic_repeat"
+    texts: list[Call | Compaction] = [
+        Call("message", send, f"Message sent (id {n})") for n in range(21)
+    ]
+    assert detections(texts, DEFAULT)[20] == "critical:generic_repeat"
+
+
+def test_a_sends_text_is_its_result_object_of_text_alone() -> None:
+    # The text and the JSON text of its result object are one outcome; details are another.
+    send = {"action": "send", "to": "u1", "text": "done"}
+    one: list[Call | Compaction] = [
+        Call("message", send, f"sent {n}" if n % 2 else json.dumps(structured(f"sent {n}")))
+        for n in range(21)
+    ]
+    assert detections(one, OPENCLAW)[20] == "critical:generic_repeat"
+    two: list[Call | Compaction] = [
+        Call("message", send, f"sent {n}" if n % 2 else structured("sent", ok=True))
+        for n in range(21)
+    ]
+    assert detections(two, OPENCLAW)[20] == "warning:generic_repeat"
+
+
+def test_a_text_that_is_no_sends_is_still_compared_whole() -> None:
+    # Only a send's outcome is its details: another call's text, and a message action that is
+    # no send (" send", "read"), are compared as they are.
+    for tool, args in (
+        ("search", {"q": "x"}),
+        ("message", {"action": " send", "to": "u1"}),
+        ("message", {"action": "read", "to": "u1"}),
+    ):
+        calls: list[Call | Compaction] = [
+            Call(tool, args, f"Message sent (id {n})") for n in range(21)
+        ]
+        assert detections(calls, OPENCLAW)[20] == "warning:generic_repeat"
 
 
 def test_a_message_action_is_a_send_only_as_written() -> None:

@@ -9,7 +9,10 @@ Results reach each side as they would in production. A span records a result obj
 text, always: ours get every object result as that text. OpenClaw's runtime holds its tools'
 result objects (a ``content`` list, optional ``details``) as objects, whether a step gives one
 as an object or as the JSON text a span recorded of it, and any other value as the span would
-show it: the JSON text of an object of another shape.
+show it: the JSON text of an object of another shape. A text (a step's text, or that JSON text)
+is a tool's result of text alone: OpenClaw holds it as its result object of that text and no
+details, as its tool adapter does (``normalizeToolExecutionResult``), and reads it so (a send's
+outcome is then its details without ids: none, the same on every call).
 """
 
 from __future__ import annotations
@@ -166,9 +169,17 @@ def _held(result: object) -> object:
         try:
             written = json.loads(result)
         except ValueError:
-            return result
-        return written if _is_tool_result(written) else result
-    return result if _is_tool_result(result) else _as_recorded(result)
+            return _of_text(result)
+        return written if _is_tool_result(written) else _of_text(result)
+    if _is_tool_result(result):
+        return result
+    recorded = _as_recorded(result)
+    return _of_text(recorded) if isinstance(recorded, str) else recorded
+
+
+def _of_text(text: str) -> dict[str, Any]:
+    """A result of text alone as OpenClaw holds it: its result object of that text."""
+    return {"content": [{"type": "text", "text": text}]}
 
 
 def _call(step: Step) -> Call:

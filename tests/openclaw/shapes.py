@@ -5,7 +5,7 @@ object given as a value (the shapes the random sequences first left out):
   or with fixed ones;
 - OpenClaw's result object with retry and timing fields in ``details`` (``retryInMs``,
   ``elapsedMs``, ``durationMs``, ``attempt``, ``pid``), as a value or recorded as JSON text;
-- sends whose result is only text, or content without ``details``;
+- sends whose result is only text, or content without ``details`` (:func:`text_only_sends`);
 - polls (``process`` poll and log, ``command_status``) recorded as text or JSON text.
 
 A shape is chosen by ``rng`` and stamped with ``n``, the step's number: made again from an
@@ -171,6 +171,7 @@ def recorded_as_text() -> dict[str, list[Step]]:
         "sends whose result is a text": [
             {**send, "result": f"Sent message m-{1000 + n}"} for n in range(25)
         ],
+        **text_only_sends(),
         "a message action with spaces is no send": [
             {
                 "tool": "message",
@@ -178,5 +179,49 @@ def recorded_as_text() -> dict[str, list[Step]]:
                 "result": with_details("sent", ok=True, messageId=f"m-{n}"),
             }
             for n in range(25)
+        ],
+    }
+
+
+def text_only_sends() -> dict[str, list[Step]]:
+    """Sends whose result is text alone, given as a span carries it (the text), 30 calls each:
+    OpenClaw holds such a text as its result object without ``details``, and a send's outcome
+    is its details without ids, so each is one outcome repeated (blocked at the 21st call)."""
+    general = {"tool": "message", "args": {"action": "send", "to": "#general", "text": "done"}}
+    reply = {"tool": "message", "args": {"action": "thread-reply", "to": "#ops", "text": "ok"}}
+    session = {"tool": "sessions_send", "args": {"sessionKey": "s2", "message": "status?"}}
+    turn = {"tool": "conversations_turn", "args": {"to": "u2", "text": "next"}}
+    return {
+        "text-only sends, a fresh id in the text": [
+            {**general, "result": f"Message sent to #general (id 1699999999.{123456 + n})"}
+            for n in range(30)
+        ],
+        "text-only sends, the text changing, no details": [
+            {**reply, "result": f"Replied in thread ({n + 1} replies so far)"} for n in range(30)
+        ],
+        "text-only sends to a session, the text changing": [
+            {**session, "result": f"Delivered to s2 at 10:{n:02d}:00; queue depth {n % 4}"}
+            for n in range(30)
+        ],
+        "text-only conversation turns, JSON text of no result object": [
+            {**turn, "result": json.dumps({"turn": n, "id": f"t-{n}"})} for n in range(30)
+        ],
+        "a send's text and its result object of text alone are one outcome": [
+            {
+                **general,
+                "result": f"Message sent (id {n})"
+                if n % 2
+                else json.dumps(content(f"Message sent (id {n})")),
+            }
+            for n in range(30)
+        ],
+        "a send's text between its results with details is another outcome": [
+            {
+                **general,
+                "result": f"Message sent (id {n})"
+                if n % 3 == 0
+                else with_details("sent", ok=True, messageId=f"m-{n}"),
+            }
+            for n in range(30)
         ],
     }

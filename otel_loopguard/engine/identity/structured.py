@@ -26,7 +26,15 @@ from typing import NamedTuple, TypeGuard
 
 from ..records import CallKind
 
-__all__ = ["DETAILS_ALONE", "Reading", "call_kind", "is_structured", "is_tool_result", "read"]
+__all__ = [
+    "DETAILS_ALONE",
+    "Reading",
+    "call_kind",
+    "is_structured",
+    "is_tool_result",
+    "of_text",
+    "read",
+]
 
 _STRUCTURED_KEYS = frozenset({"content", "details"})
 
@@ -150,6 +158,12 @@ def is_tool_result(value: object) -> TypeGuard[dict[str, object]]:
         return False
     details = value.get("details", {})
     return value.keys() <= _STRUCTURED_KEYS and type(details) is dict
+
+
+def of_text(text: str) -> dict[str, object]:
+    """A tool's result of text alone as OpenClaw holds it: its result object of that text, no
+    ``details`` (its tool adapter makes a text result so). A span records it as the text."""
+    return {"content": [{"type": "text", "text": text}]}
 
 
 def read(kind: CallKind | None, result: Mapping[str, object]) -> Reading:
