@@ -71,20 +71,20 @@ def _cycle(
 def _resubmitted(
     records: Sequence[CallRecord], call: ProposedCall, cfg: ResolvedConfig
 ) -> Finding | None:
-    """An edit (``edit_resubmitted``) or another call (``call_resubmitted``) resent after it
-    was refused :data:`MIN_REFUSALS` times in a row the same way: an edit or an action
-    (``book_...``, ``send_...``) answered as the same call was before, or any call failed by
-    its status the same way. Blocks at half the warning threshold's sendings. A read answered
-    alike again is not refused (a poll, a record looked at again, may be answered alike for a
-    while and then not): repeated, it is ``generic_repeat``'s."""
+    """An edit (``edit_resubmitted``) or an action (``call_resubmitted``: a tool whose name
+    starts with a verb that acts, ``book_...``, ``send_...``) resent after it was refused
+    :data:`MIN_REFUSALS` times in a row the same way: answered as the same call was the
+    sending before, error or not (a tool that acted answers anew). Blocks at half the warning
+    threshold's sendings. A read answered alike again, or failing alike, is not refused (a
+    poll, a record looked at again, a missing file): repeated, it is ``generic_repeat``'s."""
     if call.is_poll:
         return None  # polls are known_poll_no_progress's
-    sent, failed = sendings_of(records, call.args_fp)
+    edit = call.edit_fp is not None
+    if not (edit or is_action(call.tool)):
+        return None  # a read answered alike, or failing alike, is generic_repeat's
+    sent, _ = sendings_of(records, call.args_fp, None if edit else call.tool)
     if sent < MIN_REFUSALS:
         return None
-    edit = call.edit_fp is not None
-    if not (edit or failed or is_action(call.tool)):
-        return None  # a read answered alike again is looked at again: generic_repeat's
     sent += 1  # the proposed call is one more sending
     detector = "edit_resubmitted" if edit else "call_resubmitted"
     critical = sent >= _strong(cfg, MIN_REFUSALS + 1)

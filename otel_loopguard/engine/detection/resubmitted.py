@@ -37,11 +37,13 @@ class Resent(NamedTuple):
 _NONE = Resent(0, False)
 
 
-def sendings_of(records: Sequence[CallRecord], args_fp: int) -> Resent:
+def sendings_of(records: Sequence[CallRecord], args_fp: int, tool: str | None = None) -> Resent:
     """The newest sendings of the call ``args_fp`` in a row with one outcome, with the
     state they met as it was: no edit between that went through (a refused one changed
     nothing; views, searches and other tools' calls change no file). Blocked calls and calls
-    with no outcome are passed over."""
+    with no outcome are passed over. ``tool``, for a call that is no edit: a call of it with
+    other arguments between ends the sendings (variants tried in turn are churn,
+    ``argument_churn``'s and ``unknown_tool_repeat``'s)."""
     outcome: int | None = None
     count = 0
     failed = True
@@ -51,6 +53,8 @@ def sendings_of(records: Sequence[CallRecord], args_fp: int) -> Resent:
         if record.args_fp != args_fp:
             if record.edit_fp is not None and not record.no_progress:
                 break  # an edit went through: the file may differ now
+            if record.tool == tool:
+                break  # another variant of the call: not the same call resent
             continue
         if count and record.result_fp != outcome:
             break  # answered another way: the call met another state
