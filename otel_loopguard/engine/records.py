@@ -40,23 +40,40 @@ class CallRecord:
     args_fp: int
     call_id: str | None = None
     result_fp: int | None = None
-    unknown_tool: str | None = None
+    failure: object = None
+    """How the call failed, where that is known beyond its outcome: the missing tool's name (a
+    text: ``unknown_tool``) or an ``exec``'s terminal failure (a digest: ``failure_fp``), never
+    both (one slot for the two: a window holds 30 records per scope, scopes by the thousand)."""
     outcome: Outcome = "pending"
-    failure_fp: int | None = None
-    """An ``exec`` terminal failure's identity: exit code and output with timestamps, durations,
-    attempt counters and pids blanked, so retries and other commands failing alike match."""
     spent: Usage = NOTHING_SPENT
     """What the scope's model calls had spent when this call was made (a shared total): what a
     loop cost is the total now, less its first call's."""
     shape_fp: int | None = None
-    """The call's shape (``identity/shell.py``: numbers and quoted text blanked), when the
-    detectors of loops whose text changes run."""
-    edit_fp: int | None = None
-    """The edit the call makes, when it changes a file (``identity/shell.py``: line addresses
-    blanked, the text it writes kept); ``None`` for any other call."""
-    state_fp: int | None = None
-    """The outcome with clock times, durations, pids and addresses blanked (``result_fp`` when
-    nothing in it was volatile), when the detectors of loops whose text changes run."""
+    """The call's shape (``identity/shell.py``), when the detectors of loops whose text
+    changes run; for an edit, the edit itself (an odd digest: ``fingerprint.edit_key``)."""
+
+    @property
+    def unknown_tool(self) -> str | None:
+        """The missing tool's name, when the call failed for want of its tool."""
+        failure = self.failure
+        return failure if type(failure) is str else None
+
+    @property
+    def failure_fp(self) -> int | None:
+        """An ``exec`` terminal failure's identity: exit code and output with timestamps,
+        durations, attempt counters and pids blanked, so retries and other commands failing
+        alike match."""
+        failure = self.failure
+        return failure if type(failure) is int else None
+
+    @property
+    def edit_fp(self) -> int | None:
+        """The edit the call makes, when it changes a file (``identity/shell.py``: line
+        addresses blanked, the text it writes kept); ``None`` for any other call. Read from
+        the shape, whose digest is odd for an edit and even for any other call: a window holds
+        30 records per scope, and scopes by the thousand, so a record keeps one digest."""
+        shape = self.shape_fp
+        return shape if shape is not None and shape & 1 else None
 
     @property
     def no_progress(self) -> bool:

@@ -172,6 +172,10 @@ class Lifecycle:
         self.live.add(span_id, live)
         if live.agent_span:
             self.live.add_agent(fields.trace_id, live)
+            if not local_root or scope is not None:
+                # A new invocation in a scope that may have seen replies (a conversation's
+                # next turn, a sub-agent): a streak of rejected replies is an invocation's own.
+                self.store.update(scope_key, ScopeState.invoked)
         if local_root:
             self.live.add_root(fields.trace_id, live)
             if scope is None:

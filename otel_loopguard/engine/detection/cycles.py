@@ -43,7 +43,7 @@ def _step(record: CallRecord) -> tuple[int, int | str] | None:
     """A completed call as a step of a cycle: its shape and its outcome's state."""
     if record.shape_fp is None or record.outcome in ("pending", "veto"):
         return None
-    state = record.state_fp if record.state_fp is not None else record.result_fp
+    state = record.result_fp  # a text's state: its volatile parts blanked (digests.py)
     return record.shape_fp, record.outcome if state is None else state
 
 

@@ -83,7 +83,7 @@ def continue_streak(history: Sequence[CallRecord], veto: CallRecord, *, same_arg
         same = record.args_fp == veto.args_fp if same_args else record.tool == veto.tool
         if same and (record.result_fp is not None or record.unknown_tool is not None):
             veto.result_fp = record.result_fp
-            veto.unknown_tool = record.unknown_tool
+            veto.failure = record.unknown_tool  # an exec's failure is not carried on
             return
 
 

@@ -55,7 +55,7 @@ def returns_of(records: Sequence[CallRecord], args_fp: int) -> Recurrence:
         if record.args_fp != args_fp or record.edit_fp is not None:
             edited = edited or (record.edit_fp is not None and not record.no_progress)
             continue
-        state = record.state_fp if record.state_fp is not None else record.result_fp
+        state = record.result_fp  # a text's state: its volatile parts blanked (digests.py)
         key: int | str = record.outcome if state is None else state
         if edited and key == previous:
             returns += 1

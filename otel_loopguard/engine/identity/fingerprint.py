@@ -367,13 +367,15 @@ def value_result_key(value: object, drop: frozenset[str]) -> int:
 
 
 def shape_key(tool: str, shape: str) -> int:
-    """A digest of a call's shape (``shell.py``); never equal to an argument key."""
-    return _key(_tool_prefix(tool) + shape.encode("utf-8", "surrogatepass"), SHAPE)
+    """A digest of a call's shape (``shell.py``); never equal to an argument key. Even: an
+    edit's is odd (``CallRecord.edit_fp`` reads it so)."""
+    return _key(_tool_prefix(tool) + shape.encode("utf-8", "surrogatepass"), SHAPE) & ~1
 
 
 def edit_key(tool: str, edit: str) -> int:
-    """A digest of the edit a call makes (``shell.py``); never equal to another key."""
-    return _key(_tool_prefix(tool) + edit.encode("utf-8", "surrogatepass"), EDIT)
+    """A digest of the edit a call makes (``shell.py``); never equal to another key. Odd: it
+    is the edit's shape too, which ``CallRecord.edit_fp`` tells from other shapes so."""
+    return _key(_tool_prefix(tool) + edit.encode("utf-8", "surrogatepass"), EDIT) | 1
 
 
 def error_key(message: str) -> int:

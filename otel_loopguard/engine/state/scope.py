@@ -35,8 +35,7 @@ def _record(call: ProposedCall, call_id: str | None) -> CallRecord:
         tool=call.tool,
         args_fp=call.args_fp,
         call_id=call_id,
-        shape_fp=call.shape_fp,
-        edit_fp=call.edit_fp,
+        shape_fp=call.shape_fp,  # an edit's is its edit (``CallRecord.edit_fp``)
     )
 
 
@@ -358,10 +357,9 @@ class ScopeState:
     ) -> Verdict | None:
         """Fill in a record's outcome; the post-compaction guard's abort, if it fires."""
         record.result_fp = result.result_fp
-        record.unknown_tool = result.unknown_tool
+        unknown = result.unknown_tool
+        record.failure = unknown if unknown is not None else result.failure_fp
         record.outcome = result.outcome
-        record.failure_fp = result.failure_fp
-        record.state_fp = result.state_fp
         if result.outcome != "empty":
             record.call_id = None  # only needed to match the outcome, which has now arrived
         if result.outcome == "veto":
@@ -440,6 +438,11 @@ class ScopeState:
             intended=intended,
             **spending.costs(self, start, annotate),
         )
+
+    def invoked(self) -> None:
+        """A new invocation of an agent in the scope (an ``invoke_agent`` span started): a
+        streak of replies it rejected starts again."""
+        self.replies_without_tools = 0
 
     def spend(
         self,
