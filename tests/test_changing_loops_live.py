@@ -7,19 +7,22 @@ from typing import Any
 
 import pytest
 
+from otel_loopguard.otel.conventions import reply_kind
+
 from .helpers import Rig, events, rig, tool_span
 
 ON = {"enabled": True}
 
 
-def _model_call(r: Rig, finish: list[str], output: str | None = None) -> None:
+def _model_call(r: Rig, finish: list[str] | None, output: str | None = None) -> None:
     attributes: dict[str, Any] = {
         "gen_ai.operation.name": "chat",
         "gen_ai.request.model": "m",
         "gen_ai.usage.input_tokens": 1000,
         "gen_ai.usage.output_tokens": 40,
-        "gen_ai.response.finish_reasons": finish,
     }
+    if finish is not None:
+        attributes["gen_ai.response.finish_reasons"] = finish
     if output is not None:
         attributes["gen_ai.output.messages"] = output
     with r.tracer.start_as_current_span("chat m", attributes=attributes):
@@ -30,7 +33,7 @@ def test_a_tool_span_cycle_with_changing_text_gets_the_shape_cycle_event() -> No
     r = rig(ON)
     with r.tracer.start_as_current_span("invoke_agent coder"):
         for turn in range(4):
-            command = f"sed -i '{1830 + 7 * turn}i\\    print(\"DEBUG {turn}\")' q.py"
+            command = f"sed -i '{1830 + 7 * turn}i\\    print(\"DEBUG\")' q.py"
             tool_span(r.tracer, "bash", {"command": command}, "")
             tool_span(r.tracer, "bash", {"command": "python t.py"}, "Traceback: boom")
     tools = r.spans("execute_tool bash")
@@ -52,27 +55,62 @@ def test_the_same_spans_under_profile_openclaw_get_no_event() -> None:
     assert all(not events(s) for s in r.spans("execute_tool bash"))
 
 
-def test_model_calls_that_call_no_tool_warn_on_the_fifth_in_a_row() -> None:
+TEXT_REPLY = '[{"role": "assistant", "parts": [{"type": "text"}]}]'
+TOOL_REPLY = '[{"role": "assistant", "parts": [{"type": "tool_call", "name": "bash"}]}]'
+
+
+@pytest.mark.parametrize(
+    "finish", [["length"], ["max_tokens"], ["MAX_TOKENS"], ["content_filter"], ["SAFETY"]]
+)
+def test_replies_cut_off_or_filtered_warn_on_the_third_in_a_row(finish: list[str]) -> None:
     r = rig(ON)
     with r.tracer.start_as_current_span("invoke_agent coder"):
         _model_call(r, ["tool_calls"])
         tool_span(r.tracer, "bash", {"command": "ls"}, "a.py")
-        for _ in range(5):
-            _model_call(r, ["stop"], '[{"role": "assistant", "parts": [{"type": "text"}]}]')
+        for _ in range(4):
+            _model_call(r, finish, TEXT_REPLY)
     chats = r.spans("chat m")
     warned = [i for i, s in enumerate(chats) if events(s)]
-    assert warned == [5]
-    event = events(chats[5])[0]
+    assert warned == [3]
+    event = events(chats[3])[0]
     assert (event["loopguard.detector"], event["loopguard.action"]) == ("no_tool_streak", "warn")
-    assert event["loopguard.count"] == 5
+    assert event["loopguard.count"] == 3
 
 
-def test_a_reply_with_a_tool_call_part_ends_the_streak() -> None:
+@pytest.mark.parametrize(
+    ("finish", "output"),
+    [
+        (["stop"], TEXT_REPLY),
+        (["end_turn"], None),
+        (["length", "stop"], None),  # one of its choices finished: an answer
+        (None, TEXT_REPLY),  # no finish reason: no tool call part, an answer
+    ],
+)
+def test_replies_that_finish_as_answers_never_warn(
+    finish: list[str] | None, output: str | None
+) -> None:
+    r = rig(ON)
+    with r.tracer.start_as_current_span("invoke_agent coder"):
+        for _ in range(12):
+            _model_call(r, finish, output)
+    assert all(not events(s) for s in r.spans("chat m"))
+
+
+@pytest.mark.parametrize(
+    ("between", "output"),
+    [(["tool_calls"], None), (None, TOOL_REPLY), (["stop"], TEXT_REPLY)],
+    ids=["tool-finish-reason", "tool-call-part", "an-answer"],
+)
+def test_a_tool_call_or_an_answer_ends_the_streak(
+    between: list[str] | None, output: str | None
+) -> None:
     r = rig(ON)
     with r.tracer.start_as_current_span("invoke_agent coder"):
         for n in range(8):
-            parts = '{"type": "tool_call", "name": "bash"}' if n == 3 else '{"type": "text"}'
-            _model_call(r, ["stop"], f'[{{"role": "assistant", "parts": [{parts}]}}]')
+            if n == 2 or n == 5:
+                _model_call(r, between, output)
+            else:
+                _model_call(r, ["length"], TEXT_REPLY)
     assert all(not events(s) for s in r.spans("chat m"))
 
 
@@ -80,8 +118,9 @@ def test_replies_without_a_tool_call_warn_through_util_genai_and_the_completion_
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The official GenAI instrumentations' own handler (``opentelemetry-util-genai``), content
-    capture off, our completion hook on: the fifth reply in a row that calls no tool (a reply
-    an agent rejects and asks again for) warns on its span, which carries no content."""
+    capture off, our completion hook on: the third reply in a row cut off at its length (a
+    reply the agent cannot use and asks again for) warns on its span, and the sixth; the span
+    carries no content."""
     genai = pytest.importorskip(
         "opentelemetry.util.genai.handler", reason="opentelemetry-util-genai needs a newer API"
     )
@@ -99,7 +138,7 @@ def test_replies_without_a_tool_call_warn_through_util_genai_and_the_completion_
             reply = handler.inference("openai", request_model="m")
             reply.input_messages = [InputMessage("user", [TextPart(f"secret-prompt-{n}")])]
             reply.output_messages = [OutputMessage("assistant", [TextPart("secret-reply")])]
-            reply.finish_reasons = ["stop"]
+            reply.finish_reasons = ["length"]
             reply.input_tokens, reply.output_tokens = 1000, 40
             reply.stop()
     chats = [s for s in r.spans() if s.attributes.get("gen_ai.operation.name") == "chat"]
@@ -109,7 +148,35 @@ def test_replies_without_a_tool_call_warn_through_util_genai_and_the_completion_
         for i, s in enumerate(chats)
         for e in events(s)
     ]
-    assert warned == [(4, "no_tool_streak", 5)]
+    assert warned == [(2, "no_tool_streak", 3), (5, "no_tool_streak", 6)]
     assert "secret" not in repr(
         [dict(s.attributes or {}) for s in chats] + [events(s) for s in chats]
     )
+
+
+@pytest.mark.parametrize(
+    ("attributes", "kind"),
+    [
+        ({"gen_ai.response.finish_reasons": ["tool_calls"]}, "tool"),
+        ({"gen_ai.response.finish_reasons": ["stop", "tool_use"]}, "tool"),
+        ({"gen_ai.response.finish_reasons": "length"}, "rejected"),
+        ({"gen_ai.response.finish_reasons": ["MAX_TOKENS", "recitation"]}, "rejected"),
+        ({"gen_ai.response.finish_reasons": ["max_output_tokens"]}, "rejected"),
+        ({"gen_ai.response.finish_reasons": ["length", "stop"]}, "answer"),
+        ({"gen_ai.response.finish_reasons": ["stop"]}, "answer"),
+        ({"gen_ai.response.finish_reasons": ["end_turn"]}, "answer"),
+        # Finish reasons are read first: a stop with a tool call part recorded is an answer.
+        (
+            {"gen_ai.response.finish_reasons": ["stop"], "gen_ai.output.messages": TOOL_REPLY},
+            "answer",
+        ),
+        ({"gen_ai.output.messages": TOOL_REPLY}, "tool"),
+        ({"gen_ai.output.messages": TEXT_REPLY}, "answer"),
+        ({"gen_ai.response.finish_reasons": []}, None),
+        ({}, None),
+    ],
+)
+def test_a_replys_kind_is_read_from_its_finish_reasons_then_its_messages(
+    attributes: dict[str, Any], kind: str | None
+) -> None:
+    assert reply_kind(attributes) == kind

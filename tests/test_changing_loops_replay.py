@@ -13,11 +13,33 @@ from otel_loopguard.cli.main import main
 DATA = Path(__file__).parent / "data" / "agent_logs"
 
 
-def test_a_script_rerun_with_quoting_variants_is_a_shape_cycle(
+def test_a_script_rerun_with_other_option_texts_is_not_a_shape_cycle(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
+    # pylint re-run with five different regular expressions: five steps, each read anew.
     assert main(["replay", str(DATA / "pylint-dev__pylint-8898.traj.json")]) == 0
-    assert "#8-9  bash                         warning [shape_cycle, count 4..5]" in (
+    out = capsys.readouterr().out
+    assert "== summary: 1 runs, 14 tool calls" in out
+    assert "no detections" in out
+
+
+def test_a_script_rerun_with_only_its_quoting_changed_is_a_shape_cycle(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    failed = "<returncode>16</returncode>\n<output>\nbad-names-rgxs: bad regex\n</output>"
+    messages: list[dict[str, object]] = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "task"},
+    ]
+    for quoted in ["'foo,bar'", '"foo,bar"'] * 3:
+        messages += [
+            _reply(f"THOUGHT: again\n\n```bash\npylint --bad-names-rgxs={quoted} foo.py\n```"),
+            {"role": "user", "content": failed},
+        ]
+    path = tmp_path / "run.traj.json"
+    path.write_text(json.dumps({"trajectory_format": "mini-swe-agent-1", "messages": messages}))
+    assert main(["replay", str(path)]) == 0
+    assert "#4-6  bash                         warning [shape_cycle, count 4..6]" in (
         capsys.readouterr().out
     )
 
@@ -47,7 +69,7 @@ def test_replies_rejected_for_their_format_warn_on_the_model_call(
         _reply("THOUGHT: look\n\n```bash\nls\n```"),
         {"role": "user", "content": "<returncode>0</returncode>\n<output>\na.py\n</output>"},
     ]
-    for _ in range(5):
+    for _ in range(4):
         messages += [
             _reply("```bash\nls\n```\n```bash\npwd\n```"),
             {"role": "user", "content": rejected},
@@ -56,4 +78,5 @@ def test_replies_rejected_for_their_format_warn_on_the_model_call(
     path.write_text(json.dumps({"trajectory_format": "mini-swe-agent-1", "messages": messages}))
     assert main(["replay", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "#1  (model reply)                warning [no_tool_streak, count 5]" in out
+    assert "#1  (model reply)                warning [no_tool_streak, count 3]" in out
+    assert "count 4" not in out  # the fourth is no multiple of three

@@ -51,8 +51,11 @@ def test_mini_swe_agent_replies_are_model_calls_and_bash_blocks_tool_calls() -> 
     assert spent[0].usage.cached == usage["prompt_tokens_details"]["cached_tokens"]
     assert spent[0].usage.cost == pytest.approx(usage["cost"])
     assert spent[0].started == replies[0]["extra"]["response"]["created"]
-    # The reply with two bash blocks was rejected for its format: a model call, no tool call.
+    # The reply with two bash blocks was rejected for its format: a model call, no tool call,
+    # one that counts in a streak of rejected replies.
     assert [s.tool_calls for s in spent].count(0) == 1
+    assert [s.reply for s in spent].count("rejected") == 1
+    assert {s.reply for s in spent} == {"tool", "rejected"}
     assert len(calls) == 14
     first = document["messages"][document["messages"].index(replies[0]) + 1]["content"]
     assert calls[0] == Call(
@@ -118,6 +121,7 @@ def test_swe_agents_own_exits_and_empty_actions_are_not_calls(tmp_path: Path) ->
     run = read_swe_agent(_swe_agent(tmp_path, steps, stats), {})
     assert [c.tool for c in _calls(run)] == ["bash"]
     assert [s.tool_calls for s in _spent(run)] == [1, 0]
+    assert [s.reply for s in _spent(run)] == ["tool", "rejected"]  # a step with no action
     assert sum(s.usage.tokens for s in _spent(run)) == 110
 
 
@@ -167,6 +171,8 @@ def test_claude_code_counts_a_response_of_several_lines_once_with_its_final_usag
     assert first.tool_calls == 1
     assert spent[1].tool_calls == 2  # two tool uses in one response
     assert [s.tool_calls for s in _spent(subagent)] == [1, 0]
+    # A reply that called no tool ends the sub-agent's turn: an answer, not a rejected reply.
+    assert [s.reply for s in _spent(subagent)] == ["tool", "answer"]
 
 
 def test_claude_code_cost_comes_from_the_prices_given() -> None:
@@ -183,9 +189,11 @@ def test_replay_reads_every_kind_of_log_and_names_its_runs(
     out = capsys.readouterr().out
     assert "== run pylint-dev__pylint-8898  mini-swe-agent (google/gemini-3-pro-preview): 14" in out
     assert "== run django__django-12497  SWE-agent: 16 tool calls" in out
-    # The eleventh identical test run with the same failure warns, as in a live session.
+    # The eleventh identical test run with the same failure warns, as in a live session (a
+    # read failing alike is no refused action: generic_repeat's, not call_resubmitted's).
     assert f"== run {SESSION}  Claude Code" in out
     assert "#16  Bash                         warning [generic_repeat, count 10]" in out
+    assert "call_resubmitted" not in out
     assert "== summary: 4 runs, 49 tool calls" in out
 
 

@@ -30,10 +30,12 @@ def _warned(r: Rig) -> list[int]:
 
 def test_rejected_replies_in_one_invocation_warn_at_the_third() -> None:
     r = rig(ON)
-    with r.tracer.start_as_current_span("conversation"):
-        with r.tracer.start_as_current_span("invoke_agent support"):
-            for _ in range(4):
-                _cut_off_reply(r)
+    with (
+        r.tracer.start_as_current_span("conversation"),
+        r.tracer.start_as_current_span("invoke_agent support"),
+    ):
+        for _ in range(4):
+            _cut_off_reply(r)
     assert _warned(r) == [3]
 
 

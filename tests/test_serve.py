@@ -232,20 +232,24 @@ def test_a_budget_stops_the_run_on_usage_the_agent_reports(tmp_path: Path) -> No
         assert after["level"] == "ok"
 
 
-def test_replies_that_call_no_tool_are_warned_on_the_fifth_in_a_row(served: Served) -> None:
-    """An agent that reports each model reply's usage says whether it called a tool: the fifth
-    reply in a row that called none is warned (never stopped: such a run may recover)."""
+def test_replies_that_call_no_tool_are_warned_on_the_third_in_a_row(served: Served) -> None:
+    """An agent that reports each model reply's usage says whether it called a tool: a reply
+    that called none is one it could not use, and the third in a row is warned, and the sixth
+    (never stopped: such a run may recover)."""
     scope = {"scope": "replies", "input_tokens": 100}
     served.post("/v1/usage", {**scope, "called_tool": True})
-    answers = [served.post("/v1/usage", {**scope, "called_tool": False})[1] for _ in range(6)]
+    answers = [served.post("/v1/usage", {**scope, "called_tool": False})[1] for _ in range(7)]
     levels = [(a["level"], a["detector"], a["count"]) for a in answers]
-    assert levels[4] == ("warning", "no_tool_streak", 5)
-    assert [a["level"] for a in answers[:4] + answers[5:]] == ["ok"] * 5
+    assert levels[2] == ("warning", "no_tool_streak", 3)
+    assert levels[5] == ("warning", "no_tool_streak", 6)
+    assert [answers[i]["level"] for i in (0, 1, 3, 4, 6)] == ["ok"] * 5
     served.post("/v1/usage", {**scope, "called_tool": True})  # a tool call ends the streak
-    later = [served.post("/v1/usage", {**scope, "called_tool": False})[1] for _ in range(4)]
-    assert [a["level"] for a in later] == ["ok"] * 4
+    later = [served.post("/v1/usage", {**scope, "called_tool": False})[1] for _ in range(2)]
+    assert [a["level"] for a in later] == ["ok"] * 2
     unsaid = [served.post("/v1/usage", scope)[1]["level"] for _ in range(6)]
-    assert unsaid == ["ok"] * 6  # not said: not counted
+    assert unsaid == ["ok"] * 6  # not said: not counted, and the streak not ended
+    third = served.post("/v1/usage", {**scope, "called_tool": False})[1]
+    assert (third["level"], third["count"]) == ("warning", 3)
 
 
 MALFORMED = [

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from otel_loopguard import load_config
+from otel_loopguard.config.settings import resolve
+from otel_loopguard.engine.identity.digests import digest_call
 from otel_loopguard.engine.identity.shell import (
     _VOLATILE,
     MAX_SHAPE_CHARS,
@@ -16,19 +19,26 @@ from otel_loopguard.engine.identity.shell import (
     state_of_output,
 )
 
+CFG = resolve(load_config({"enabled": True})).for_agent(None)
+
 # Pairs of commands a model wrote as retries of one step, from real runs: one shape each.
 SAME_SHAPE = [
-    (  # a debug print inserted at shifting line numbers (django__django-15280)
-        "sed -i '1830i\\    print(f\"DEBUG: a={a}\")' django/db/models/query.py",
-        "sed -i '1795i\\            print(f\"DEBUG: b\")' django/db/models/query.py",
+    (  # the same debug print inserted at shifting line numbers (django__django-15280)
+        "sed -i '1830i\\    print(obj)' django/db/models/query.py",
+        "sed -i '1795i\\            print(obj)' django/db/models/query.py",
     ),
     ("nl -ba f.py | sed -n '400,420p'", "nl -ba f.py | sed -n '190,210p'"),
     ("sed -i '1895d' q.py", "sed -i '1912d' q.py"),
-    ('python -c "print(1)"', "python -c 'print(\"x\")'"),  # quoting variants
+    ('python -c "print(1)"', "python -c 'print(1)'"),  # quoting variants
+    ("python -c 'print(\"x\")'", 'python -c "print(\\"x\\")"'),  # an escaped quote
+    ("python -c 'print(\"x\")'", "python -c \"print('x')\""),  # quote marks inside
     ("cat <<'EOF' > t.py\nimport os\nprint(1)\nEOF", "cat <<'EOF' > t.py\nprint(2)\nEOF"),
-    ("grep -n  'def x'   a.py", "grep -n 'def y' a.py"),  # white space collapsed
+    ("grep -n  'def x'   a.py", 'grep -n "def x" a.py'),  # white space collapsed
     ("kill 4242", "kill 977"),  # a pid
     ("head -c 0x1f f", "head -c 0xff f"),
+    # A file's number too: a change applied file by file is told from a loop by its edits
+    # (each its own shape) and by a cycle needing a step that failed.
+    ("cat test_api_v12.py", "cat test_api_v13.py"),
 ]
 
 DIFFERENT_SHAPE = [
@@ -36,6 +46,14 @@ DIFFERENT_SHAPE = [
     ("python t.py", "pytest t.py"),
     ("cat <<'EOF' > t.py\nx\nEOF", "cat <<'EOF' > u.py\nx\nEOF"),
     ("git checkout a.py", "git diff a.py"),
+    # The text a step quotes says what it does: two sed scripts, two patterns, two programs.
+    ("sed -i 's/old/new/g' a.py", "sed -i 's/old/other/g' a.py"),
+    (
+        "sed -i '1830i\\    print(f\"DEBUG: a={a}\")' q.py",
+        "sed -i '1830i\\    print(f\"DEBUG: b\")' q.py",
+    ),
+    ("grep -n 'def x' a.py", "grep -n 'def y' a.py"),
+    ("python -c 'print(1)'", "python -c 'print(2 + x)'"),
 ]
 
 
@@ -53,15 +71,23 @@ def test_different_steps_have_different_shapes(one: str, other: str) -> None:
 @pytest.mark.parametrize(
     ("command", "shape"),
     [
-        ("sed -i '1830i\\ print(x)' q.py", "sed -i '' q.py"),
-        ("cat <<'EOF' > t.py\nbody\nEOF\npython3 t.py", "cat <<'' > t.py python# t.py"),
-        ('echo "a \\" b" > out_1.txt', "echo '' > out_#.txt"),
+        ("sed -i '1830i\\ print(x)' q.py", "sed -i \u00ab#i\\ print(x)\u00bb q.py"),
+        (
+            "cat <<'EOF' > t.py\nbody\nEOF\npython3 t.py",
+            "cat <<\u00abEOF\u00bb > t.py python# t.py",
+        ),
+        ('echo "a \\" b" > out_1.txt', 'echo \u00aba " b\u00bb > out_#.txt'),
+        ("echo 'it\"s' \"x 'y'\"", 'echo \u00abit"s\u00bb \u00abx "y"\u00bb'),
         ("ls   -la\n\tsrc", "ls -la src"),
-        ("echo 'unclosed", "echo 'unclosed"),  # no closing quote: nothing is blanked
+        ("echo 'unclosed", "echo 'unclosed"),  # no closing quote: kept as it is
+        ("echo 'a' 'open \"b\" 7", 'echo \u00aba\u00bb \'open "b" #'),  # the scan ends there
         ("cat <<EOF\nno end", "cat <<EOF"),  # a body without its end runs to the end
+        ("rm user_496 test_api_v12.py 12 0x1f", "rm user_# test_api_v#.py # #"),
     ],
 )
-def test_the_shape_blanks_quoted_text_heredocs_and_numbers(command: str, shape: str) -> None:
+def test_the_shape_keeps_quoted_text_in_one_quoting_and_blanks_heredocs_and_numbers(
+    command: str, shape: str
+) -> None:
     assert shape_of_command(command) == shape
 
 
@@ -87,13 +113,108 @@ def test_a_command_that_writes_a_file_is_an_edit(command: str, edits: bool) -> N
     assert is_edit("bash", shape_of_command(command)) is edits
 
 
-@pytest.mark.parametrize("tool", ["edit", "write", "str_replace_editor", "apply_patch"])
+EDIT_TOOLS = [
+    "edit",  # SWE-agent
+    "write",  # OpenClaw
+    "str_replace_editor",
+    "apply_patch",
+    "str_replace_based_edit_tool",
+    "edit_file",
+    "write_file",
+    "create",
+    "insert",
+    # Claude Code's, as its transcripts and hooks name them
+    "Edit",
+    "Write",
+    "MultiEdit",
+    "NotebookEdit",
+]
+
+
+@pytest.mark.parametrize("tool", EDIT_TOOLS)
 def test_a_call_of_an_editing_tool_is_an_edit(tool: str) -> None:
     assert is_edit(tool, None)
 
 
+@pytest.mark.parametrize("tool", ["Edit", "Write", "MultiEdit", "NotebookEdit"])
+def test_claude_codes_editing_tools_make_edits_through_the_digests(tool: str) -> None:
+    args = {"file_path": "/home/dev/app/src/parse.py", "old_string": "a", "new_string": "b"}
+    call = digest_call(tool, args, CFG)
+    assert call.edit_fp is not None
+    assert call.shape_fp == call.edit_fp  # an edit's shape is the edit itself
+    assert digest_call("Read", {"file_path": "/home/dev/app/src/parse.py"}, CFG).edit_fp is None
+
+
 def test_a_read_tool_without_a_command_is_no_edit() -> None:
     assert not is_edit("read_file", None)
+
+
+_HEAD = "x = 1\n" * (MAX_SHAPE_CHARS // 6 + 1)  # more than the first 4 KiB of a command
+
+
+@pytest.mark.parametrize(
+    ("tool", "one", "other"),
+    [
+        (
+            "bash",
+            {"command": f"cat <<'EOF' > f.py\n{_HEAD}print('a')\nEOF"},
+            {"command": f"cat <<'EOF' > f.py\n{_HEAD}print('b')\nEOF"},
+        ),
+        (
+            "Write",
+            {"file_path": "/w/f.py", "content": f"{_HEAD}print('a')\n"},
+            {"file_path": "/w/f.py", "content": f"{_HEAD}print('b')\n"},
+        ),
+    ],
+    ids=["heredoc", "Write"],
+)
+def test_long_writes_that_differ_after_their_first_4_kib_are_two_edits(
+    tool: str, one: dict[str, str], other: dict[str, str]
+) -> None:
+    first, second = digest_call(tool, one, CFG), digest_call(tool, other, CFG)
+    assert first.edit_fp is not None
+    assert second.edit_fp is not None
+    assert first.edit_fp != second.edit_fp
+
+
+@pytest.mark.parametrize(
+    ("tool", "one", "other"),
+    [
+        (
+            "Edit",
+            {"file_path": "/w/f.py", "old_string": "a = 1", "new_string": "a = 2"},
+            {"file_path": "/w/f.py", "old_string": "b = 1", "new_string": "b = 2"},
+        ),
+        (
+            "str_replace_based_edit_tool",
+            {"command": "str_replace", "path": "/w/f.py", "old_str": "a = 1", "new_str": "a = 2"},
+            {"command": "str_replace", "path": "/w/g.py", "old_str": "a = 1", "new_str": "a = 2"},
+        ),
+    ],
+    ids=["Edit", "str_replace_based_edit_tool"],
+)
+def test_an_editing_tools_call_is_its_edit_whole(
+    tool: str, one: dict[str, str], other: dict[str, str]
+) -> None:
+    # Not its one word argument (the file) nor its command (str_replace): the whole call.
+    first, second = digest_call(tool, one, CFG), digest_call(tool, other, CFG)
+    assert first.edit_fp is not None
+    assert first.edit_fp != second.edit_fp
+    assert first.edit_fp == digest_call(tool, dict(one), CFG).edit_fp
+
+
+def test_a_free_text_argument_is_no_command() -> None:
+    # tau-bench's think: two thoughts are one step, and a thought that reads like a
+    # redirection writes no file.
+    one = digest_call("think", {"thought": "The user wants 2 bags; check the policy."}, CFG)
+    other = digest_call("think", {"thought": "I will save the plan > out.txt for later"}, CFG)
+    assert one.args_fp != other.args_fp
+    assert one.shape_fp == other.shape_fp
+    assert one.edit_fp is None
+    assert other.edit_fp is None
+    assert shape_of_arguments({"thought": "save it > out.txt now"}).command is None
+    # The same text as a command is one.
+    assert digest_call("bash", {"command": "echo plan > out.txt"}, CFG).edit_fp is not None
 
 
 @pytest.mark.parametrize(
@@ -101,10 +222,22 @@ def test_a_read_tool_without_a_command_is_no_edit() -> None:
     [
         (
             {"command": "sed -n '1,5p' f.py"},
-            ("command=sed -n '' f.py", "sed -n '' f.py", "sed -n '1,5p' f.py"),
+            (
+                "command=sed -n \u00ab#,#p\u00bb f.py",
+                "sed -n \u00ab#,#p\u00bb f.py",
+                "sed -n '1,5p' f.py",
+            ),
         ),
         ("ls 1", ("ls #", "ls #", "ls 1")),
         ({"path": "f1.txt", "line": 12}, ("line=#\x1fpath=f#.txt", "f#.txt", "f1.txt")),
+        (  # a free text (white space in it) is no command, whatever it says
+            {"thought": "write it > out.txt", "path": "a.py"},
+            ("path=a.py\x1fthought=\u00abtext\u00bb", "a.py", "a.py"),
+        ),
+        (  # under a command key, a text with white space is the command
+            {"cmd": "ls -la src", "note": "look around"},
+            ("cmd=ls -la src\x1fnote=\u00abtext\u00bb", "ls -la src", "ls -la src"),
+        ),
         ({"a": [1], "b": None}, ("a:list\x1fb:NoneType", None, None)),
         (7, ("#", None, None)),
     ],
@@ -121,6 +254,8 @@ def test_arguments_are_shaped_one_level_deep(
         ("sed -i '1895i\\    print(obj)' q.py", "sed -i '1912i\\    print(obj)' q.py"),
         ("sed -i '380,381c\\ x = 1' f.py", "sed -i '146,148c\\ x = 1' f.py"),
         ("edit 10:12\nfoo = 1\nend_of_edit", "edit 30:31\nfoo = 1\nend_of_edit"),
+        ("sed -i '10i x' f.py", "sed -i '12i x' f.py"),
+        ("sed -i '10a x' f.py", "sed -i '12a x' f.py"),
     ],
 )
 def test_an_edit_made_at_another_line_is_the_same_edit(one: str, other: str) -> None:
@@ -136,6 +271,19 @@ def test_an_edit_made_at_another_line_is_the_same_edit(one: str, other: str) -> 
     ],
 )
 def test_another_text_or_file_is_another_edit(one: str, other: str) -> None:
+    assert edit_of_command(one) != edit_of_command(other)
+
+
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [
+        ("sed -i '10d' f.py", "sed -i '12d' f.py"),
+        ("sed -i '1895d' q.py", "sed -i '1912d' q.py"),
+        ("sed -i '10,12d' f.py", "sed -i '20,22d' f.py"),
+    ],
+)
+def test_deletions_of_other_lines_are_other_edits(one: str, other: str) -> None:
+    # Deleting line 10, then line 12, deletes two different lines: the address is the edit.
     assert edit_of_command(one) != edit_of_command(other)
 
 

@@ -29,15 +29,14 @@ def changing_text(
     ``seen``, if known, how many records of the call the window holds (a shortcut: an outcome
     comes back only to a call made often enough).
 
-    Warnings need the loop's own minimum (three turns of a cycle seen, two refusals, three
-    makings, three returns); a block needs as much evidence as the literal detectors'
+    Warnings need the loop's own minimum (three turns of a cycle seen, two sendings answered
+    alike, three makings, two returns); a block needs as much evidence as the literal detectors'
     ``criticalThreshold`` asks of a repeat (a cycle of that many calls), or half the warning
     threshold's count of sendings, makings or returns (each of them a call or more).
     """
-    if any(record.outcome == "veto" for record in records):
-        # A blocked call is no step of a loop and no evidence against one: the loop goes on
-        # through it, and its next call is judged on the same evidence (a second critical).
-        records = [record for record in records if record.outcome != "veto"]
+    # A blocked call is no evidence against a loop: the loop goes on through it, and its next
+    # call is judged on the same evidence (a second critical, the run aborted). Each walk
+    # passes over blocked calls (a cycle reads one as the step it blocked: ``cycles.py``).
     edit = call.edit_fp is not None
     recurs = seen is None or seen >= MIN_RETURNS  # a return is one of its calls
     for judge, switched_on in (
@@ -82,14 +81,14 @@ def _resubmitted(
     edit = call.edit_fp is not None
     if not (edit or is_action(call.tool)):
         return None  # a read answered alike, or failing alike, is generic_repeat's
-    sent, _ = sendings_of(records, call.args_fp, None if edit else call.tool)
+    sent, evidence = sendings_of(records, call.args_fp, None if edit else call.tool)
     if sent < MIN_REFUSALS:
         return None
     sent += 1  # the proposed call is one more sending
     detector = "edit_resubmitted" if edit else "call_resubmitted"
     critical = sent >= _strong(cfg, MIN_REFUSALS + 1)
     verdict = _graded(detector, critical, call, sent)
-    return Finding(verdict, (detector, call.args_fp), sent - 1, MIN_REFUSALS + 1)
+    return Finding(verdict, (detector, call.args_fp), evidence, MIN_REFUSALS + 1)
 
 
 def _redone(

@@ -61,10 +61,17 @@ def cycle_tail(records: Sequence[CallRecord], shape_fp: int | None, args_fp: int
     changed nothing) or is an edit made again (an edit's shape is the edit itself). A tail of
     steps that all went through, with other edits each turn, is a refactor or a poll: a rename
     applied file by file and tested green each time comes round as often as any loop.
-    ``records`` holds no blocked call (``changing.py`` takes them out: a block is not a step,
-    and the loop goes on through it)."""
+
+    A blocked call is a step the loop took: it stands for whatever its step gave the turn
+    before (it has no outcome of its own), so the model that goes on to the next step after a
+    block goes on with the loop. Retried (as it was, or with its text changed: its shape), the
+    blocked step is the proposed one: the newest blocks of it are set aside, and the retry
+    continues the tail they left.
+    """
     if shape_fp is None:
         return _NONE
+    if records and records[-1].outcome == "veto" and records[-1].shape_fp == shape_fp:
+        records = _without_retried(records, shape_fp)
     best = _NONE
     size = len(records)
     alike = 0  # how many of the newest records have the proposed call's shape
@@ -76,7 +83,7 @@ def cycle_tail(records: Sequence[CallRecord], shape_fp: int | None, args_fp: int
         if size < period or records[-period].shape_fp != shape_fp:
             continue
         if period == 1:
-            if not _failed_retry(records[-1]):
+            if not _failed_retry(_newest_run(records)):
                 continue  # calls of one shape that succeed alike: a day's weather, an echo
         elif alike >= period:
             continue  # one shape over a longer period: the one-step cycle, already judged
@@ -85,11 +92,15 @@ def cycle_tail(records: Sequence[CallRecord], shape_fp: int | None, args_fp: int
         index = size - 1
         while index - period >= 0:
             newer, older = records[index], records[index - period]
-            step = _step(newer)
-            if step is None or step != _step(older):
-                break
-            changed = changed or newer.args_fp != older.args_fp
-            stuck = stuck or newer.no_progress or newer.edit_fp is not None
+            if newer.outcome == "veto" or older.outcome == "veto":
+                if newer.shape_fp != older.shape_fp:
+                    break  # a blocked call of another step: not this loop
+            else:
+                step = _step(newer)
+                if step is None or step != _step(older):
+                    break
+                changed = changed or newer.args_fp != older.args_fp
+                stuck = stuck or newer.no_progress or newer.edit_fp is not None
             matched += 1
             index -= 1
         if not stuck:
@@ -103,3 +114,20 @@ def cycle_tail(records: Sequence[CallRecord], shape_fp: int | None, args_fp: int
         if calls > best.calls:
             best = found
     return best
+
+
+def _without_retried(records: Sequence[CallRecord], shape_fp: int) -> Sequence[CallRecord]:
+    """``records`` less the newest blocked calls of the shape ``shape_fp`` (the step
+    retried)."""
+    end = len(records)
+    while end and records[end - 1].outcome == "veto" and records[end - 1].shape_fp == shape_fp:
+        end -= 1
+    return records[:end]
+
+
+def _newest_run(records: Sequence[CallRecord]) -> CallRecord:
+    """The newest record of a call that ran (a blocked one did not); the newest if none."""
+    for record in reversed(records):
+        if record.outcome != "veto":
+            return record
+    return records[-1]

@@ -278,19 +278,23 @@ def evaluate(
         batch = None
     if not cfg.rolling_enabled or not (history or batch):
         return None
+    literal = None
     if _may_fire(history, call, cfg, counts, batch):
-        found = _literal(history, call, cfg, pending, batch)
-        if found is not None:
-            return found
+        literal = _literal(history, call, cfg, pending, batch)
+        if literal is not None and (literal.verdict.level != "warning" or not cfg.shapes_read):
+            return literal
     if cfg.shapes_read and len(history) > pending:
         # Loops whose text changes (changing.py): a bounded walk or three, over the window
         # under the batch. The batch's earlier calls have no outcome yet, and every step of
-        # these loops is read from an outcome.
+        # these loops is read from an outcome. A literal warning gives way to their critical:
+        # a loop that repeats one of its steps as it is still blocks when it should.
         under = history[: len(history) - pending] if pending else history
         records = window(under, cfg.history_size)
         seen = None if counts is None else counts.get(call.args_fp, 0)
-        return changing_text(records, call, cfg, seen)
-    return None
+        changing = changing_text(records, call, cfg, seen)
+        if literal is None or (changing is not None and changing.verdict.level == "critical"):
+            return changing
+    return literal
 
 
 def _literal(

@@ -44,6 +44,8 @@ def makings_of(records: Sequence[CallRecord], edit_fp: int | None) -> Redone:
     evidence = 0
     undone = False  # another edit lies between this point and the newer making
     for back, record in enumerate(reversed(records), start=1):
+        if record.outcome == "veto":
+            continue  # blocked: made no edit, undid none
         if record.edit_fp == edit_fp:
             if undone:
                 makings += 1

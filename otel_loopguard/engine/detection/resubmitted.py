@@ -27,14 +27,14 @@ in the training half); a third sending, after the same answer twice, is the loop
 
 
 class Resent(NamedTuple):
-    """The newest sendings of a call with one outcome (the proposed one not counted), and
-    whether each was refused by its status (an error, a write that changed nothing)."""
+    """The newest sendings of a call with one outcome (the proposed one not counted), and how
+    many of the newest records the evidence spans (from the first of them)."""
 
     sendings: int
-    failed: bool
+    evidence: int
 
 
-_NONE = Resent(0, False)
+_NONE = Resent(0, 0)
 
 
 def sendings_of(records: Sequence[CallRecord], args_fp: int, tool: str | None = None) -> Resent:
@@ -45,9 +45,8 @@ def sendings_of(records: Sequence[CallRecord], args_fp: int, tool: str | None = 
     other arguments between ends the sendings (variants tried in turn are churn,
     ``argument_churn``'s and ``unknown_tool_repeat``'s)."""
     outcome: int | None = None
-    count = 0
-    failed = True
-    for record in reversed(records):
+    count = evidence = 0
+    for back, record in enumerate(reversed(records), start=1):
         if record.outcome in _NO_ANSWER:
             continue
         if record.args_fp != args_fp:
@@ -59,9 +58,9 @@ def sendings_of(records: Sequence[CallRecord], args_fp: int, tool: str | None = 
         if count and record.result_fp != outcome:
             break  # answered another way: the call met another state
         outcome = record.result_fp
-        failed = failed and record.no_progress
         count += 1
-    return Resent(count, failed) if count else _NONE
+        evidence = back
+    return Resent(count, evidence) if count else _NONE
 
 
 _NO_ANSWER = frozenset({"pending", "veto", "empty"})
@@ -75,12 +74,16 @@ _ACTION_VERBS = frozenset(
     }
 )  # fmt: skip
 _WORDS = re.compile(r"[A-Z]?[a-z]{1,24}")
+_NAMESPACE = re.compile(r"__|[.:/]")
+"""What separates a tool's namespace from its name: ``mcp__github__create_issue``,
+``functions.book_flight``, ``server:send_message``."""
 
 
 def is_action(tool: str) -> bool:
-    """Whether a tool acts rather than reads, by the verb its name starts with
-    (``book_reservation``, ``sendMessage``, ``update-order``): a call of it answered as the
-    same call was before did not act, which a read answered again does not say (a poll, a
-    record read twice)."""
-    first = _WORDS.match(tool[:32])
+    """Whether a tool acts rather than reads, by the verb its name starts with, past any
+    namespace (``book_reservation``, ``sendMessage``, ``mcp__github__create_issue``): a call
+    of it answered as the same call was before did not act, which a read answered again does
+    not say (a poll, a record read twice)."""
+    name = _NAMESPACE.split(tool[:128])[-1]
+    first = _WORDS.match(name)
     return first is not None and first.group().lower() in _ACTION_VERBS

@@ -60,8 +60,7 @@ def digest_call(
             # addresses blanked (the same print inserted at another line is the same edit).
             # An edit's shape is the edit itself: two renames are two steps, the same fix
             # re-applied at another line is one.
-            # An editor's ``command`` is its subcommand: its edit is the whole call.
-            raw = None if shell.is_editor(tool) else shaped.raw
+            raw = shell.edit_text(tool, shaped)
             edit_fp = key | 1 if raw is None else fp.edit_key(tool, shell.edit_of_command(raw))
             shape_fp = edit_fp
         else:

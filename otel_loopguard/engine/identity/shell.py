@@ -20,6 +20,7 @@ __all__ = [
     "MAX_STATE_CHARS",
     "Shaped",
     "edit_of_command",
+    "edit_text",
     "is_edit",
     "is_editor",
     "shape_of_arguments",
@@ -106,6 +107,9 @@ def _one_quoting(text: str) -> str:
     return "".join(pieces)
 
 
+_MAX_ESCAPED = 64
+"""Escaped quote marks passed over inside one double-quoted word before it is read as
+unclosed (each is a step at Python's pace)."""
 _MAX_QUOTED = 64
 """Quoted words written one way in one command; the rest is kept as it is. Each costs a step
 at Python's pace, so a text dense with quote marks costs what an ordinary command does."""
@@ -115,7 +119,7 @@ def _closing_double(text: str, start: int) -> int:
     """The index of the double quote that closes one opened before ``start``: the first not
     escaped by an odd run of backslashes; -1 if none. Each character is read at most twice
     (a backslash run is counted once, back from the quote that follows it)."""
-    while True:
+    for _ in range(_MAX_ESCAPED):
         found = text.find('"', start)
         if found < 0:
             return -1
@@ -125,6 +129,7 @@ def _closing_double(text: str, start: int) -> int:
         if not slashes % 2:
             return found
         start = found + 1
+    return -1  # as many escaped quotes as no program quotes: read as unclosed
 
 
 def _quoted(content: str) -> str:
@@ -336,5 +341,17 @@ _READ_COMMANDS = frozenset({"view", "read", "show", "list"})
 
 
 def is_editor(tool: str) -> bool:
-    """Whether ``tool`` is an editing tool (its call's edit is the whole call)."""
+    """Whether ``tool`` is an editing tool."""
     return tool.lower() in _EDIT_TOOLS
+
+
+def edit_text(tool: str, shaped: Shaped) -> str | None:
+    """The text a call's edit is read from (:func:`edit_of_command`): a shell command's, or
+    an editor's command where it holds the edit (SWE-agent's ``edit 10:12`` and the lines it
+    writes: a text of lines); ``None`` where the edit is the whole call (an editor called
+    with a path and texts, as Claude Code's ``Edit``, or with a subcommand, as
+    ``str_replace_editor``'s ``str_replace``)."""
+    raw = shaped.raw
+    if raw is not None and is_editor(tool) and "\n" not in raw:
+        return None
+    return raw
