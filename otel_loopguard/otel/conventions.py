@@ -205,15 +205,21 @@ def reply_kind(attributes: Mapping[str, Any]) -> Reply | None:
     of its own log (``replay``), never by guessing from a span.
     """
     reasons = attributes.get(_FINISH_REASONS)
-    if isinstance(reasons, str):
+    if type(reasons) is str:
         reasons = (reasons,)
-    if isinstance(reasons, Sequence) and reasons:
-        named = [r.lower() for r in reasons[:_MAX_REASONS] if isinstance(r, str)]
-        if any(r in _TOOL_REASONS for r in named):
-            return "tool"
-        if named and all(r in _UNUSABLE_REASONS for r in named):
-            return "rejected"
-        return "answer"
+    if reasons and (type(reasons) is tuple or isinstance(reasons, Sequence)):
+        unusable = True
+        for reason in reasons[:_MAX_REASONS]:
+            if type(reason) is not str:
+                unusable = False
+                continue
+            if reason in _TOOL_REASONS:  # as the conventions write them: no lower-casing
+                return "tool"
+            reason = reason.lower()
+            if reason in _TOOL_REASONS:
+                return "tool"
+            unusable = unusable and reason in _UNUSABLE_REASONS
+        return "rejected" if unusable else "answer"
     messages = attributes.get(_OUTPUT_MESSAGES)
     if isinstance(messages, str):
         return "tool" if messages.find(_TOOL_PART, 0, _MAX_OUTPUT_SEARCH) >= 0 else "answer"

@@ -84,6 +84,18 @@ def is_action(tool: str) -> bool:
     namespace (``book_reservation``, ``sendMessage``, ``mcp__github__create_issue``): a call
     of it answered as the same call was before did not act, which a read answered again does
     not say (a poll, a record read twice)."""
-    name = _NAMESPACE.split(tool[:128])[-1]
-    first = _WORDS.match(name)
-    return first is not None and first.group().lower() in _ACTION_VERBS
+    found = _ACTIONS.get(tool)
+    if found is None:
+        name = _NAMESPACE.split(tool[:128])[-1]
+        first = _WORDS.match(name)
+        found = first is not None and first.group().lower() in _ACTION_VERBS
+        if len(_ACTIONS) >= _MAX_NAMES:
+            _ACTIONS.clear()  # emptied rather than trimmed, as the digests' memories are
+        _ACTIONS[tool] = found
+    return found
+
+
+_ACTIONS: dict[str, bool] = {}
+"""Each tool name read (a run calls a few tools, again and again): bounded by
+:data:`_MAX_NAMES`."""
+_MAX_NAMES = 1024

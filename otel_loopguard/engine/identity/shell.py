@@ -212,11 +212,15 @@ def shape_of_arguments(value: object) -> Shaped:
 def _is_free_text(text: str) -> bool:
     """Prose rather than a word: white space after the first word (read in the first
     :data:`_FREE_TEXT_PROBE` characters; a path or an id has none)."""
-    head = text[:_FREE_TEXT_PROBE].strip()
-    return " " in head or "\n" in head or "\t" in head
+    head = text[:_FREE_TEXT_PROBE]
+    if " " not in head and "\n" not in head and "\t" not in head:
+        return False  # a word (a path, an id, a name): most arguments, three fast scans
+    return _FREE_TEXT.search(head.strip()) is not None
 
 
 _FREE_TEXT_PROBE = 256
+_FREE_TEXT = re.compile(r"\S[ \t\n]")
+"""White space after a character that is none: a second word (leading white space is not)."""
 
 
 _SED_ADDRESS = re.compile(r"(['\"])[0-9]{1,9}(?:,[0-9]{1,9})?(?=[a-ce-zA-Z{!])")
@@ -244,8 +248,9 @@ def edit_of_command(text: str) -> str:
 # engine then skips to digits: five times faster than alternatives led by a word boundary),
 # and one for pids where the text names one. A match starts at the first digit of a run only
 # (a run of 64 Ki digits is tried once, not from each digit). Every repetition after the
-# leading digit is bounded: an unbounded one is tried again from each digit of a run, and an output of 5 000
-# digits took 0.6 s to blank (as an edit's redirection target is bounded, for the same reason).
+# leading digit is bounded: an unbounded one is tried again from each digit of a run, and an
+# output of 5 000 digits took 0.6 s to blank (as an edit's redirection target is bounded, for
+# the same reason).
 _VOLATILE = re.compile(
     r"(?<![0-9])[0-9](?:[0-9]{3}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,9})?"
     r"(?:Z|[+-][0-9]{2}:?[0-9]{2})?"
