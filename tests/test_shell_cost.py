@@ -99,7 +99,7 @@ CASES: dict[str, Case] = {
     "heredoc-marks": Case(
         _finds(shell._HEREDOC),
         lambda n: _fill("<<", n),
-        "cat <<EOF > f.py\n",
+        "x <<EOF\n",
     ),
     "heredoc-blanks": Case(
         _finds(shell._HEREDOC),
@@ -123,7 +123,7 @@ CASES: dict[str, Case] = {
     "number-names": Case(
         _sub(shell._NUMBER, "#"),
         lambda n: _fill("a1", n),
-        "test_api_v12.py ",
+        "v1 v2 ",
     ),
     # _SED_ADDRESS: addresses as long as it reads, ranges left open, a quote and then digits.
     "sed-address": Case(
