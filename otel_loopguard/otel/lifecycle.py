@@ -172,10 +172,6 @@ class Lifecycle:
         self.live.add(span_id, live)
         if live.agent_span:
             self.live.add_agent(fields.trace_id, live)
-            if not local_root or scope is not None:
-                # A new invocation in a scope that may have seen replies (a conversation's
-                # next turn, a sub-agent): a streak of rejected replies is an invocation's own.
-                self.store.update(scope_key, ScopeState.invoked)
         if local_root:
             self.live.add_root(fields.trace_id, live)
             if scope is None:
@@ -276,7 +272,9 @@ class Lifecycle:
                 if nested is not None:
                     nested.tool, nested.evaluated = outcome.call.tool, outcome.call
             elif conventions.is_inference_span(attributes):
-                marks = self.outcomes.spent(span, attributes, entry, scope_key)
+                marks = self.outcomes.spent(
+                    span, attributes, entry, scope_key, self._invocation(fields.trace_id)
+                )
         if marks:  # a covered span's marks are never a signal: no abort to mark there
             self._fail_run_if_aborted(marks, entry, own, fields.trace_id)
         if own and entry is not None and entry.local_root and entry.scope is None:
@@ -285,6 +283,12 @@ class Lifecycle:
         if not marks and failed is None:
             return NOTHING_ENDED  # most spans: nothing to show (no entry is needed then)
         return Ended(marks, entry, own, failed)
+
+    def _invocation(self, trace_id: int) -> int | None:
+        """The invocation a model call of the trace belongs to: its innermost open agent span
+        (``invoke_agent``), by span id; ``None`` where none is open."""
+        stack = self.live.agents.get(trace_id)
+        return stack[-1].span_id if stack else None
 
     def _model_call_ended(
         self, span: ReadableSpan, fields: SpanFields, parent: LiveSpan | None
@@ -296,7 +300,9 @@ class Lifecycle:
         attributes = fields.attributes
         if conventions.is_compaction(attributes, fields.name, self._globals):
             self.store.update(scope_key, ScopeState.arm_compaction)
-        marks = self.outcomes.spent(span, attributes, parent, scope_key)
+        marks = self.outcomes.spent(
+            span, attributes, parent, scope_key, self._invocation(fields.trace_id)
+        )
         if not marks:
             return NOTHING_ENDED
         self._fail_run_if_aborted(marks, parent, False, fields.trace_id)

@@ -144,9 +144,11 @@ class Outcomes:
         attributes: Mapping[str, Any],
         entry: LiveSpan | None,
         scope_key: str,
+        invocation: int | None = None,
     ) -> Sequence[Mark]:
         """A model call ended: what it spent goes to its scope's totals (the budgets' verdict,
-        if one fires, marks its span)."""
+        if one fires, marks its span). ``invocation``: the agent span it was made in, if any
+        (a streak of rejected replies is an invocation's own)."""
         found = usage_of(attributes, self.runtime.prices)
         if found is None:
             return ()
@@ -158,7 +160,9 @@ class Outcomes:
         started, ended = _seconds(span.start_time), _seconds(span.end_time)
         agent = entry.agent if entry is not None else None
         reply = conventions.reply_kind(attributes)
-        mark = spend(self.runtime, scope_key, usage, model, (started, ended), agent, reply)
+        mark = spend(
+            self.runtime, scope_key, usage, model, (started, ended), agent, reply, invocation
+        )
         return () if mark is None else (mark,)
 
 
@@ -170,6 +174,7 @@ def spend(
     times: tuple[float, float],
     agent: str | None,
     reply: Reply | None = None,
+    invocation: int | None = None,
 ) -> Mark | None:
     """A model call of the scope, from ``times[0]`` to ``times[1]`` (seconds since the epoch),
     spent ``usage``: added to the scope's totals; the mark of the budget verdict it brings, if
@@ -181,7 +186,7 @@ def spend(
         return None
     started, ended = times
     fired = runtime.store.update(
-        scope_key, ScopeState.spend, usage, model, started, ended, cfg, reply
+        scope_key, ScopeState.spend, usage, model, started, ended, cfg, reply, invocation
     )
     if fired is None:
         return None

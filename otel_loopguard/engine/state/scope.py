@@ -130,7 +130,10 @@ class ScopeState:
     model: str | None = None
     """The model of the scope's latest model call."""
     replies_without_tools: int = 0
-    """Model replies in a row that called no tool (reset by a tool call or a reply with one)."""
+    """Model replies in a row the agent rejected (reset by a tool call, an answer, a new
+    invocation)."""
+    invocation: int | None = None
+    """The agent invocation (its span's id) of the scope's latest model call, where known."""
 
     # -- evaluation points -------------------------------------------------------------------
 
@@ -439,11 +442,6 @@ class ScopeState:
             **spending.costs(self, start, annotate),
         )
 
-    def invoked(self) -> None:
-        """A new invocation of an agent in the scope (an ``invoke_agent`` span started): a
-        streak of replies it rejected starts again."""
-        self.replies_without_tools = 0
-
     def spend(
         self,
         usage: Usage,
@@ -452,11 +450,17 @@ class ScopeState:
         ended: float,
         cfg: ResolvedConfig,
         reply: Reply | None = None,
+        invocation: int | None = None,
     ) -> Verdict | None:
         """A model call of the scope ended (its span's times, in seconds since the epoch) having
         spent ``usage``; the budget verdict it brings, if any (an abort is the scope's flag),
         else a streak of rejected replies' warning. ``reply``: what the reply was (a tool call,
-        an answer, a reply the agent rejected; ``None``: not known)."""
+        an answer, a reply the agent rejected; ``None``: not known). ``invocation``: the agent
+        invocation it was made in (its span's id), if known: a new one starts the streak of
+        rejected replies again (a conversation's next turn, a sub-agent)."""
+        if invocation is not None and invocation != self.invocation:
+            self.invocation = invocation
+            self.replies_without_tools = 0
         if reply is not None:
             rejected = reply == "rejected"
             self.replies_without_tools = self.replies_without_tools + 1 if rejected else 0
