@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from ..engine.replay import Spent
-from ..engine.usage import Usage
+from ..engine.usage import MAX_USAGE, Usage
 from ..otel.spent import usage_of
 from .file_bytes import OtlpFileError
 from .runs import RecordedRun
@@ -25,6 +25,7 @@ __all__ = [
     "MAX_DOCUMENT_BYTES",
     "AgentLogError",
     "Format",
+    "OutOfRange",
     "format_of",
     "read_document",
     "spent",
@@ -44,6 +45,13 @@ HEAD_BYTES = 64 << 10
 
 class AgentLogError(OtlpFileError):
     """An agent's log that cannot be read: the message names the file and what was wrong."""
+
+
+class OutOfRange(AgentLogError):
+    """A count or cost past any bound (``MAX_USAGE``): a reader says where, with the file."""
+
+    def __init__(self, field: str) -> None:
+        super().__init__(f"{field} is out of range; allowed: at most {MAX_USAGE:.0e} (MAX_USAGE)")
 
 
 def format_of(path: str) -> Format:
@@ -66,6 +74,8 @@ def format_of(path: str) -> Format:
         line = json.loads(first)
     except ValueError:  # a line past the head, or an indented document: OTLP's reader decides
         return "otlp"
+    except RecursionError:  # no reader could tell what such a line is
+        raise AgentLogError(f"{path}: line 1 is nested too deeply") from None
     if isinstance(line, dict) and isinstance(line.get("type"), str):
         return "claude-code"
     if isinstance(line, dict) and "trajectory_format" in line:
@@ -161,13 +171,21 @@ def stem(path: str, suffix: str) -> str:
     return name[: -len(suffix)] if name.lower().endswith(suffix) else name
 
 
-def as_int(value: object) -> int:
-    """A token count as a log holds it: an int (not a bool), else 0."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+def as_int(value: object, field: str) -> int:
+    """A token count as a log holds it: an int (not a bool), else 0; :class:`OutOfRange`
+    naming ``field`` past ``MAX_USAGE`` (no float holds ``10**400``; none of it is real)."""
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        return 0
+    if value > MAX_USAGE:
+        raise OutOfRange(field)
+    return value
 
 
-def as_float(value: object) -> float | None:
-    """A cost as a log holds it: a non-negative number, else ``None``."""
+def as_float(value: object, field: str) -> float | None:
+    """A cost or a time as a log holds it: a non-negative number, else ``None``;
+    :class:`OutOfRange` naming ``field`` past ``MAX_USAGE`` (infinity too)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
         return None
+    if value > MAX_USAGE:  # an int compared exactly, whatever its size
+        raise OutOfRange(field)
     return float(value)

@@ -21,7 +21,16 @@ from typing import Any, BinaryIO
 
 from ..engine.replay import COMPACTION, Call, Spent
 from ..engine.usage import NOTHING_SPENT
-from .agent_logs import AgentLogError, as_int, new_run, spent, stem, text_of, tool_span
+from .agent_logs import (
+    AgentLogError,
+    OutOfRange,
+    as_int,
+    new_run,
+    spent,
+    stem,
+    text_of,
+    tool_span,
+)
 from .runs import RecordedCall, RecordedRun
 
 __all__ = ["MAX_TRANSCRIPT_LINE_BYTES", "read_claude_code"]
@@ -91,7 +100,9 @@ class _Reader:
                 continue
             try:
                 line = json.loads(data)
-            except (ValueError, RecursionError):
+            except RecursionError:
+                raise AgentLogError(f"{self._path}: line {number} is nested too deeply") from None
+            except ValueError:
                 if not data.endswith(b"\n"):
                     return  # the last line, still being written when the file was copied
                 raise AgentLogError(
@@ -100,7 +111,10 @@ class _Reader:
                 ) from None
             if not isinstance(line, dict):
                 raise AgentLogError(f"{self._path}: line {number} is not a JSON object")
-            self._line(line)
+            try:
+                self._line(line)
+            except OutOfRange as exc:
+                raise AgentLogError(f"{self._path}: line {number}: {exc}") from None
 
     def _line(self, line: dict[str, Any]) -> None:
         kind = line.get("type")
@@ -210,7 +224,7 @@ _COUNTS = (
 
 def _larger(kept: dict[str, int], usage: Mapping[str, object]) -> dict[str, int]:
     """Each count the larger of two lines' (a response's later lines carry its final output)."""
-    return {name: max(kept.get(name, 0), as_int(usage.get(name))) for name in _COUNTS}
+    return {name: max(kept.get(name, 0), as_int(usage.get(name), name)) for name in _COUNTS}
 
 
 def _result(session: _Session, block: dict[str, Any]) -> None:
