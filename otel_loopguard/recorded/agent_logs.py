@@ -56,7 +56,8 @@ class OutOfRange(AgentLogError):
 
 def format_of(path: str) -> Format:
     """The format of the file at ``path``: by its name (``.traj.json``, ``.traj``), else by its
-    first line (a Claude Code transcript line has a ``type``; an OTLP one never does)."""
+    first line (a Claude Code transcript's is one of its own: an OTLP one never has a
+    ``type``); anything else is OTLP's reader's to read or refuse."""
     name = os.path.basename(path).lower()
     if name.endswith(".traj.json"):
         return "mini-swe-agent"
@@ -76,13 +77,27 @@ def format_of(path: str) -> Format:
         return "otlp"
     except RecursionError:  # no reader could tell what such a line is
         raise AgentLogError(f"{path}: line 1 is nested too deeply") from None
-    if isinstance(line, dict) and isinstance(line.get("type"), str):
+    if isinstance(line, dict) and _is_claude_code(line):
         return "claude-code"
     if isinstance(line, dict) and "trajectory_format" in line:
         return "mini-swe-agent"
     if isinstance(line, dict) and "trajectory" in line and "history" in line:
         return "swe-agent"
     return "otlp"
+
+
+_CLAUDE_CODE_TYPES = frozenset({"user", "assistant", "system", "summary"})
+_CLAUDE_CODE_KEYS = ("sessionId", "uuid", "parentUuid", "leafUuid", "messageId")
+
+
+def _is_claude_code(line: Mapping[str, Any]) -> bool:
+    """A Claude Code transcript's line: a ``type``, and one of Claude Code's own (its messages,
+    summaries) or one of the ids its lines carry (snapshots, queue operations...). Other agents'
+    logs have a ``type`` too (Codex's ``session_meta``, ``response_item``, with a ``payload``)."""
+    kind = line.get("type")
+    if not isinstance(kind, str) or "payload" in line:
+        return False
+    return kind in _CLAUDE_CODE_TYPES or any(key in line for key in _CLAUDE_CODE_KEYS)
 
 
 def read_document(path: str, what: str) -> dict[str, Any]:

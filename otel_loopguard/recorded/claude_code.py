@@ -64,14 +64,17 @@ class _Session:
 def read_claude_code(
     path: str, prices: Mapping[str, tuple[float, float, float]]
 ) -> list[RecordedRun]:
-    """The runs in a Claude Code transcript: its session, and each of its subagents."""
+    """The runs in a Claude Code transcript: its session, and each of its subagents (a
+    subagent's own transcript, ``<session>/subagents/agent-<id>.jsonl``: its run); at least one."""
     reader = _Reader(path, dict(prices))
     try:
         with open(path, "rb") as file:
             reader.read(file)
     except OSError as exc:
         raise AgentLogError(f"{path}: cannot read: {exc.strerror}") from None
-    return [reader.finish(session) for session in reader.sessions.values()]
+    runs = [reader.finish(session) for session in reader.sessions.values()]
+    # A transcript of summaries or file snapshots only: a session that called nothing.
+    return runs or [new_run(stem(path, ".jsonl"), "Claude Code", None)]
 
 
 class _Reader:
