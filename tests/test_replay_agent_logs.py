@@ -4,6 +4,7 @@ Code session transcript written in its format (docs/replay.md gives the mapping)
 
 from __future__ import annotations
 
+import glob
 import json
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,8 @@ from otel_loopguard.recorded.agent_logs import AgentLogError, format_of
 from otel_loopguard.recorded.claude_code import read_claude_code
 from otel_loopguard.recorded.runs import RecordedCall, RecordedRun
 from otel_loopguard.recorded.trajectories import read_mini_swe_agent, read_swe_agent
+
+from .test_cli import run
 
 DATA = Path(__file__).parent / "data" / "agent_logs"
 MINI = DATA / "pylint-dev__pylint-8898.traj.json"
@@ -266,3 +269,144 @@ def test_reads_are_bounded_by_the_documented_limits(
     monkeypatch.setattr(claude_code, "MAX_TRANSCRIPT_LINE_BYTES", 512)
     with pytest.raises(AgentLogError, match=r"line 3 is longer than 0 MiB \(MAX_TRANSCRIPT_LINE"):
         read_claude_code(str(CLAUDE), {})
+
+
+def _projects(home: Path) -> tuple[Path, Path]:
+    """Claude Code's layout under ``home``: the session's transcript, and its subagent's in
+    ``<session>/subagents/agent-<id>.jsonl`` (as Claude Code 2.x writes a subagent's run)."""
+    project = home / ".claude" / "projects" / "-home-dev-app"
+    lines = CLAUDE.read_text().splitlines()
+    main_lines = [line for line in lines if not json.loads(line).get("isSidechain")]
+    sub_lines = [line for line in lines if json.loads(line).get("isSidechain")]
+    session = project / f"{SESSION}.jsonl"
+    subagent = project / SESSION / "subagents" / "agent-a4f1c2e.jsonl"
+    subagent.parent.mkdir(parents=True)
+    session.write_text("\n".join(main_lines) + "\n")
+    subagent.write_text("\n".join(sub_lines) + "\n")
+    return session, subagent
+
+
+def _documented_glob(page: str) -> str:
+    text = (Path(__file__).resolve().parent.parent / "docs" / page).read_text()
+    command = next(
+        line for line in text.splitlines() if line.startswith("otel-loopguard replay ~/.claude")
+    )
+    return command.split()[2]
+
+
+@pytest.mark.parametrize("page", ["replay.md", "coding-agents.md"])
+def test_the_documented_glob_finds_the_sessions_and_their_subagents(
+    tmp_path: Path, page: str
+) -> None:
+    session, subagent = _projects(tmp_path)
+    pattern = _documented_glob(page).replace("~", str(tmp_path), 1)
+    # Python's recursive glob reads ** as zsh and bash's globstar do.
+    assert sorted(glob.glob(pattern, recursive=True)) == sorted([str(session), str(subagent)])
+
+
+def test_a_subagents_own_transcript_is_its_run(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    session, subagent = _projects(tmp_path)
+    assert main(["replay", "--all", str(session), str(subagent)]) == 0
+    out = capsys.readouterr().out
+    assert f"== run {SESSION}  Claude Code (claude-sonnet-4-5-20250929): 18 tool calls" in out
+    assert (
+        f"== run {SESSION} agent a4f1c2e  Claude Code (claude-sonnet-4-5-20250929): 1 tool calls"
+        in out
+    )
+    assert "== summary: 2 runs, 19 tool calls" in out
+
+
+def _codex_rollout() -> str:
+    """A Codex CLI session log (``~/.codex/sessions/.../rollout-*.jsonl``) as Codex writes it."""
+    lines: list[dict[str, Any]] = [
+        {
+            "timestamp": "2026-03-01T10:00:00.000Z",
+            "type": "session_meta",
+            "payload": {
+                "id": "0199a2b4-5c6d-7e8f-9a0b-1c2d3e4f5a6b",
+                "timestamp": "2026-03-01T10:00:00.000Z",
+                "cwd": "/home/dev/app",
+                "originator": "codex_cli_rs",
+                "cli_version": "0.171.0",
+            },
+        },
+        {
+            "timestamp": "2026-03-01T10:00:01.000Z",
+            "type": "turn_context",
+            "payload": {"cwd": "/home/dev/app", "approval_policy": "on-request", "model": "gpt-5"},
+        },
+    ]
+    for n in range(25):
+        call = f"call_{n:04d}"
+        lines.append(
+            {
+                "timestamp": "2026-03-01T10:00:02.000Z",
+                "type": "response_item",
+                "payload": {
+                    "type": "function_call",
+                    "name": "shell",
+                    "arguments": json.dumps({"command": ["bash", "-lc", "pytest -x"]}),
+                    "call_id": call,
+                },
+            }
+        )
+        lines.append(
+            {
+                "timestamp": "2026-03-01T10:00:03.000Z",
+                "type": "response_item",
+                "payload": {
+                    "type": "function_call_output",
+                    "call_id": call,
+                    "output": json.dumps({"output": "1 failed", "metadata": {"exit_code": 1}}),
+                },
+            }
+        )
+    return "".join(json.dumps(line) + "\n" for line in lines)
+
+
+def test_a_codex_session_log_is_no_claude_code_transcript(tmp_path: Path) -> None:
+    path = tmp_path / "rollout-2026-03-01T10-00-00-0199a2b4.jsonl"
+    path.write_text(_codex_rollout())
+    assert format_of(str(path)) != "claude-code"
+    result = run("replay", str(path))
+    assert result.returncode == 2, result.stdout
+    assert "Traceback" not in result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith(f"otel-loopguard: error: {path}: ")
+    for named in ("OTLP", "mini-swe-agent (.traj.json)", "SWE-agent (.traj)", "Claude Code"):
+        assert named in line
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"type": "session_meta", "payload": {"id": "x"}}\n',
+        '{"type": "message", "role": "user", "content": "hi"}\n',
+        '{"type": "event", "name": "x"}\n',
+    ],
+)
+def test_a_jsonl_file_of_another_agent_is_an_error_naming_what_replay_reads(
+    tmp_path: Path, text: str
+) -> None:
+    path = tmp_path / "log.jsonl"
+    path.write_text(text * 3)
+    result = run("replay", str(path))
+    assert result.returncode == 2, result.stdout
+    assert "replay reads OTLP traces" in result.stderr
+    assert "Claude Code transcripts" in result.stderr
+
+
+def test_a_transcript_with_no_conversation_is_a_run_of_no_calls(tmp_path: Path) -> None:
+    """Claude Code leaves transcripts of summaries or file snapshots only: a session in which
+    nothing was called, not a file replay cannot read."""
+    path = tmp_path / "5d0c3b1a-2e4f-4a6b-8c9d-0e1f2a3b4c5d.jsonl"
+    snapshot = {"type": "file-history-snapshot", "messageId": "m1", "snapshot": {}}
+    path.write_text(json.dumps({"type": "summary", "summary": "x", "leafUuid": "u"}) + "\n")
+    with path.open("a") as file:
+        file.write(json.dumps(snapshot) + "\n")
+    result = run("replay", "--all", str(path))
+    assert result.returncode == 0, result.stderr
+    assert "== run 5d0c3b1a-2e4f-4a6b-8c9d-0e1f2a3b4c5d  Claude Code: 0 tool calls" in result.stdout
+    assert "== summary: 1 runs, 0 tool calls" in result.stdout

@@ -143,6 +143,86 @@ def test_block_as_ask_puts_a_block_to_the_user() -> None:
     assert answers[20]["hookSpecificOutput"]["permissionDecision"] == "ask"
 
 
+def web_search_response(n: int, hits: str = "same") -> dict[str, Any]:
+    """A ``WebSearch`` result as Claude Code writes it: the time it took and the id of the
+    server's search call change on every call."""
+    return {
+        "query": "checkout test flaky",
+        "results": [
+            {
+                "tool_use_id": f"srvtoolu_{n:024d}",
+                "content": [{"title": f"Flaky checkout ({hits})", "url": "https://x.test/a"}],
+            },
+            "The checkout test fails when the cart is empty.",
+        ],
+        "durationSeconds": 2.5 + n / 7,
+        "searchCount": 1 + n % 2,
+    }
+
+
+def agent_response(n: int) -> dict[str, Any]:
+    """A ``Task``/``Agent`` result as Claude Code writes it: a new subagent each call, its
+    time, tokens, usage and tool counts never the same."""
+    return {
+        "status": "completed",
+        "prompt": "Find why the checkout test fails",
+        "agentId": f"a{n:016x}",
+        "agentType": "general-purpose",
+        "content": [{"type": "text", "text": "The cart fixture is empty."}],
+        "resolvedModel": "claude-sonnet-4-5",
+        "totalToolUseCount": 3 + n % 4,
+        "totalDurationMs": 15_000 + 37 * n,
+        "totalTokens": 20_000 + 11 * n,
+        "usage": {
+            "input_tokens": 4 + n,
+            "output_tokens": 300 + n,
+            "cache_creation_input_tokens": 1000 + n,
+            "cache_read_input_tokens": 18_000 + n,
+            "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0},
+            "service_tier": "standard",
+            "cache_creation": {"ephemeral_1h_input_tokens": 0, "ephemeral_5m_input_tokens": n},
+        },
+        "toolStats": {"readCount": n % 3, "searchCount": 1, "bashCount": 0},
+    }
+
+
+@pytest.mark.parametrize(
+    ("tool", "tool_input", "response"),
+    [
+        ("WebSearch", {"query": "checkout test flaky"}, web_search_response),
+        ("Task", {"description": "why", "prompt": "Find why"}, agent_response),
+        ("Agent", {"description": "why", "prompt": "Find why"}, agent_response),
+    ],
+)
+def test_claude_code_timings_usage_and_minted_ids_in_a_result_are_not_progress(
+    served: Served, tool: str, tool_input: dict[str, str], response: Any
+) -> None:
+    session = str(uuid.uuid4())
+    answers = []
+    for n in range(1, 26):
+        pre = pre_tool_use(session, n, tool_input, tool=tool)
+        answers.append(served.hook(pre))
+        if "permissionDecision" not in answers[-1].get("hookSpecificOutput", {}):
+            assert served.hook(post_tool_use(pre, response(n))) == {}
+    assert answers[:10] == [{}] * 10
+    assert answers[10]["hookSpecificOutput"]["additionalContext"].startswith(
+        f"WARNING: {tool} has been called 10 times"
+    )
+    assert "permissionDecision" not in answers[19].get("hookSpecificOutput", {})
+    assert answers[20]["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+def test_a_claude_code_result_whose_content_changes_is_progress(served: Served) -> None:
+    session = str(uuid.uuid4())
+    answers = []
+    for n in range(1, 26):
+        pre = pre_tool_use(session, n, {"query": "checkout test flaky"}, tool="WebSearch")
+        answers.append(served.hook(pre))
+        served.hook(post_tool_use(pre, web_search_response(n, hits=f"hit {n}")))
+    decisions = [a.get("hookSpecificOutput", {}).get("permissionDecision") for a in answers]
+    assert decisions == [None] * 25
+
+
 def test_fifty_concurrent_sessions_are_kept_apart(served: Served) -> None:
     """Each session makes the same calls at the same time: each is warned at its own 11th."""
     sessions = [str(uuid.uuid4()) for _ in range(50)]

@@ -51,7 +51,8 @@ def add_parser(commands: Any) -> None:
             "OTLP/JSON the Collector's file exporter and `otel-loopguard demo --export-file` "
             "write, or OTLP protobuf (length-prefixed messages, or one request); or agents' own "
             "logs: mini-swe-agent (.traj.json) and SWE-agent (.traj) trajectories and Claude "
-            "Code session transcripts (~/.claude/projects/*/SESSION.jsonl), each file's runs."
+            "Code session transcripts (~/.claude/projects/**/*.jsonl: each session, and each "
+            "subagent's own transcript), each file's runs."
         ),
     )
     parser.add_argument(

@@ -170,7 +170,9 @@ def _describe(exc: ValidationError, origin: str, prefix: str) -> str:
     lines = []
     keys = known_keys()
     for error in exc.errors(include_url=False):
-        loc = [str(part) for part in error["loc"]]
+        # A key may be a hostile name (a model's, in a prices file): shown escaped, so that it
+        # cannot drive the terminal the error is printed on.
+        loc = [_printable(str(part)) for part in error["loc"]]
         path = ".".join([p for p in (prefix, *loc) if p]) or "(top level)"
         kind = error["type"]
         given = error.get("input")
@@ -216,6 +218,13 @@ def _unknown_key(key: str, keys: Mapping[str, Any]) -> str:
     close = difflib.get_close_matches(key, list(keys), n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     return f"unknown key {key!r}{hint}"
+
+
+def _printable(text: str) -> str:
+    """``text`` with each character that is not printable written as its Python escape."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _kind(value: object) -> str:

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from ..engine.replay import Spent
-from ..engine.usage import Usage
+from ..engine.usage import MAX_USAGE, Usage
 from ..otel.spent import usage_of
 from .file_bytes import OtlpFileError
 from .runs import RecordedRun
@@ -25,6 +25,7 @@ __all__ = [
     "MAX_DOCUMENT_BYTES",
     "AgentLogError",
     "Format",
+    "OutOfRange",
     "format_of",
     "read_document",
     "spent",
@@ -46,9 +47,17 @@ class AgentLogError(OtlpFileError):
     """An agent's log that cannot be read: the message names the file and what was wrong."""
 
 
+class OutOfRange(AgentLogError):
+    """A count or cost past any bound (``MAX_USAGE``): a reader says where, with the file."""
+
+    def __init__(self, field: str) -> None:
+        super().__init__(f"{field} is out of range; allowed: at most {MAX_USAGE:.0e} (MAX_USAGE)")
+
+
 def format_of(path: str) -> Format:
     """The format of the file at ``path``: by its name (``.traj.json``, ``.traj``), else by its
-    first line (a Claude Code transcript line has a ``type``; an OTLP one never does)."""
+    first line (a Claude Code transcript's is one of its own: an OTLP one never has a
+    ``type``); anything else is OTLP's reader's to read or refuse."""
     name = os.path.basename(path).lower()
     if name.endswith(".traj.json"):
         return "mini-swe-agent"
@@ -66,13 +75,29 @@ def format_of(path: str) -> Format:
         line = json.loads(first)
     except ValueError:  # a line past the head, or an indented document: OTLP's reader decides
         return "otlp"
-    if isinstance(line, dict) and isinstance(line.get("type"), str):
+    except RecursionError:  # no reader could tell what such a line is
+        raise AgentLogError(f"{path}: line 1 is nested too deeply") from None
+    if isinstance(line, dict) and _is_claude_code(line):
         return "claude-code"
     if isinstance(line, dict) and "trajectory_format" in line:
         return "mini-swe-agent"
     if isinstance(line, dict) and "trajectory" in line and "history" in line:
         return "swe-agent"
     return "otlp"
+
+
+_CLAUDE_CODE_TYPES = frozenset({"user", "assistant", "system", "summary"})
+_CLAUDE_CODE_KEYS = ("sessionId", "uuid", "parentUuid", "leafUuid", "messageId")
+
+
+def _is_claude_code(line: Mapping[str, Any]) -> bool:
+    """A Claude Code transcript's line: a ``type``, and one of Claude Code's own (its messages,
+    summaries) or one of the ids its lines carry (snapshots, queue operations...). Other agents'
+    logs have a ``type`` too (Codex's ``session_meta``, ``response_item``, with a ``payload``)."""
+    kind = line.get("type")
+    if not isinstance(kind, str) or "payload" in line:
+        return False
+    return kind in _CLAUDE_CODE_TYPES or any(key in line for key in _CLAUDE_CODE_KEYS)
 
 
 def read_document(path: str, what: str) -> dict[str, Any]:
@@ -161,13 +186,21 @@ def stem(path: str, suffix: str) -> str:
     return name[: -len(suffix)] if name.lower().endswith(suffix) else name
 
 
-def as_int(value: object) -> int:
-    """A token count as a log holds it: an int (not a bool), else 0."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+def as_int(value: object, field: str) -> int:
+    """A token count as a log holds it: an int (not a bool), else 0; :class:`OutOfRange`
+    naming ``field`` past ``MAX_USAGE`` (no float holds ``10**400``; none of it is real)."""
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        return 0
+    if value > MAX_USAGE:
+        raise OutOfRange(field)
+    return value
 
 
-def as_float(value: object) -> float | None:
-    """A cost as a log holds it: a non-negative number, else ``None``."""
+def as_float(value: object, field: str) -> float | None:
+    """A cost or a time as a log holds it: a non-negative number, else ``None``;
+    :class:`OutOfRange` naming ``field`` past ``MAX_USAGE`` (infinity too)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
         return None
+    if value > MAX_USAGE:  # an int compared exactly, whatever its size
+        raise OutOfRange(field)
     return float(value)

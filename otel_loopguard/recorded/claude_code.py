@@ -21,7 +21,16 @@ from typing import Any, BinaryIO
 
 from ..engine.replay import COMPACTION, Call, Spent
 from ..engine.usage import NOTHING_SPENT
-from .agent_logs import AgentLogError, as_int, new_run, spent, stem, text_of, tool_span
+from .agent_logs import (
+    AgentLogError,
+    OutOfRange,
+    as_int,
+    new_run,
+    spent,
+    stem,
+    text_of,
+    tool_span,
+)
 from .runs import RecordedCall, RecordedRun
 
 __all__ = ["MAX_TRANSCRIPT_LINE_BYTES", "read_claude_code"]
@@ -55,14 +64,17 @@ class _Session:
 def read_claude_code(
     path: str, prices: Mapping[str, tuple[float, float, float]]
 ) -> list[RecordedRun]:
-    """The runs in a Claude Code transcript: its session, and each of its subagents."""
+    """The runs in a Claude Code transcript: its session, and each of its subagents (a
+    subagent's own transcript, ``<session>/subagents/agent-<id>.jsonl``: its run); at least one."""
     reader = _Reader(path, dict(prices))
     try:
         with open(path, "rb") as file:
             reader.read(file)
     except OSError as exc:
         raise AgentLogError(f"{path}: cannot read: {exc.strerror}") from None
-    return [reader.finish(session) for session in reader.sessions.values()]
+    runs = [reader.finish(session) for session in reader.sessions.values()]
+    # A transcript of summaries or file snapshots only: a session that called nothing.
+    return runs or [new_run(stem(path, ".jsonl"), "Claude Code", None)]
 
 
 class _Reader:
@@ -91,7 +103,9 @@ class _Reader:
                 continue
             try:
                 line = json.loads(data)
-            except (ValueError, RecursionError):
+            except RecursionError:
+                raise AgentLogError(f"{self._path}: line {number} is nested too deeply") from None
+            except ValueError:
                 if not data.endswith(b"\n"):
                     return  # the last line, still being written when the file was copied
                 raise AgentLogError(
@@ -100,7 +114,10 @@ class _Reader:
                 ) from None
             if not isinstance(line, dict):
                 raise AgentLogError(f"{self._path}: line {number} is not a JSON object")
-            self._line(line)
+            try:
+                self._line(line)
+            except OutOfRange as exc:
+                raise AgentLogError(f"{self._path}: line {number}: {exc}") from None
 
     def _line(self, line: dict[str, Any]) -> None:
         kind = line.get("type")
@@ -210,7 +227,7 @@ _COUNTS = (
 
 def _larger(kept: dict[str, int], usage: Mapping[str, object]) -> dict[str, int]:
     """Each count the larger of two lines' (a response's later lines carry its final output)."""
-    return {name: max(kept.get(name, 0), as_int(usage.get(name))) for name in _COUNTS}
+    return {name: max(kept.get(name, 0), as_int(usage.get(name), name)) for name in _COUNTS}
 
 
 def _result(session: _Session, block: dict[str, Any]) -> None:

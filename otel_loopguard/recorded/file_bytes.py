@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CHUNK",
+    "FORMATS_READ",
     "GZIP_MAGIC",
     "ZSTD_MAGIC",
     "ZSTD_STEP",
@@ -42,6 +43,14 @@ ZSTD_STEP = 256
 """Compressed bytes handed to zstd at a time. No zstd block holds more than 128 KiB, and none
 takes fewer than 4 bytes, so a step yields at most 8 MiB however the data was made: what is
 decompressed stays within a step of what is wanted."""
+
+
+FORMATS_READ = (
+    "replay reads OTLP traces (JSON lines as the Collector's file exporter and `otel-loopguard "
+    "demo --export-file` write them, or protobuf), mini-swe-agent (.traj.json) and SWE-agent "
+    "(.traj) trajectories, and Claude Code transcripts (.jsonl)"
+)
+"""What a file that yields nothing to replay is told: what it could have been."""
 
 
 class OtlpFileError(ValueError):

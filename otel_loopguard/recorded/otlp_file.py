@@ -35,6 +35,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from .file_bytes import (
     CHUNK,
+    FORMATS_READ,
     GZIP_MAGIC,
     ZSTD_MAGIC,
     ZSTD_STEP,
@@ -191,14 +192,16 @@ def read_spans(
         elif not plain:
             raise OtlpFileError(f"{name}: a text file (with a byte-order mark), not OTLP/JSON")
         elif skipped:  # a protobuf file starts with a message, not a megabyte of blanks
-            raise OtlpFileError(f"{name}: neither OTLP/JSON nor OTLP protobuf traces")
+            raise OtlpFileError(
+                f"{name}: neither OTLP/JSON nor OTLP protobuf traces; {FORMATS_READ}"
+            )
         else:
             spans = _from_protobuf(name, head, source)
         found = 0
         for found, span in enumerate(spans, 1):  # noqa: B007  # the count is read after the loop
             yield span
         if not found:
-            raise OtlpFileError(f"{name}: no spans in it: nothing to replay")
+            raise OtlpFileError(f"{name}: no spans in it: nothing to replay; {FORMATS_READ}")
         if progress is not None:
             progress(total, total)
 
@@ -371,8 +374,7 @@ def _requests(name: str, where: str, document: Any) -> Iterator[RecordedSpan]:
             keys = sorted(map(str, item))[:5] if isinstance(item, dict) else type(item).__name__
             raise OtlpFileError(
                 f"{name}: {where} is not OTLP traces (no 'resourceSpans'; found {keys}); "
-                "expected what the Collector's file exporter or `otel-loopguard demo "
-                "--export-file` writes"
+                f"{FORMATS_READ}"
             )
         try:
             spans = spans_from_json(item)
@@ -390,7 +392,7 @@ def _from_protobuf(name: str, head: bytes, source: Source) -> Iterator[RecordedS
         return
     # One message (an OTLP/HTTP body) starts with its first field's tag: field 1, a message.
     if head[:1] != b"\x0a":
-        raise OtlpFileError(f"{name}: neither OTLP/JSON nor OTLP protobuf traces")
+        raise OtlpFileError(f"{name}: neither OTLP/JSON nor OTLP protobuf traces; {FORMATS_READ}")
     data = head + source.read(MAX_MESSAGE_BYTES + 1 - len(head))
     if len(data) > MAX_MESSAGE_BYTES:
         raise OtlpFileError(

@@ -26,6 +26,7 @@ from typing import Any
 from ..engine.replay import Call
 from .agent_logs import (
     AgentLogError,
+    OutOfRange,
     as_float,
     as_int,
     new_run,
@@ -37,10 +38,13 @@ from .agent_logs import (
 )
 from .runs import RecordedCall, RecordedRun
 
-__all__ = ["SWE_AGENT_COMMANDS", "read_mini_swe_agent", "read_swe_agent"]
+__all__ = [
+    "SWE_AGENT_COMMANDS",
+    "mini_swe_agent_actions",
+    "read_mini_swe_agent",
+    "read_swe_agent",
+]
 
-_ACTION = re.compile(r"```bash\s*\n(.*?)\n```", re.DOTALL)
-"""mini-swe-agent's own ``action_regex``: a reply must hold exactly one such block."""
 _RETURN_CODE = re.compile(r"<returncode>(-?\d{1,6})</returncode>")
 
 SWE_AGENT_COMMANDS = frozenset(
@@ -65,6 +69,53 @@ _MAX_STATS_CHARS = 4_096
 """``model_stats`` written as a Python dict's text: longer is not read (not parsed at all)."""
 
 
+def mini_swe_agent_actions(text: str) -> list[str]:
+    """What mini-swe-agent's own ``action_regex``, ``r"```bash\\s*\\n(.*?)\\n```"`` with
+    ``re.DOTALL``, finds in a reply (it must find exactly one block), found in time linear in
+    the reply's length: the pattern, matched by backtracking, takes time quadratic in a reply
+    that opens a block with a run of blank lines and never closes it."""
+    actions: list[str] = []
+    closes = _Closes(text)
+    start = text.find(_OPEN)
+    while start >= 0:
+        after = start + len(_OPEN)
+        spaces = _SPACES.match(text, after)
+        end = spaces.end() if spaces is not None else after
+        # ``\s*\n`` takes the last newline of the blank run whose block is closed later...
+        newline = text.rfind("\n", after, end)
+        close = closes.first_from(newline + 1) if newline >= 0 else -1
+        if close < 0 and newline == end - 1 and text.startswith("```", end):
+            # ...or, where none is, the newline before it: the run's last one closes the block.
+            close, newline = newline, text.rfind("\n", after, newline)
+        if newline >= 0 and close >= 0:
+            actions.append(text[newline + 1 : close])
+            start = text.find(_OPEN, close + len(_CLOSE))
+        else:
+            start = text.find(_OPEN, start + 1)
+    return actions
+
+
+_OPEN = "```bash"
+_CLOSE = "\n```"
+_SPACES = re.compile(r"\s*")
+
+
+class _Closes:
+    """Where the next block closes, from ever later places in one text: each found once."""
+
+    __slots__ = ("_found", "_text")
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._found = -2  # none looked for yet
+
+    def first_from(self, place: int) -> int:
+        """The first close at or after ``place`` (-1: none); ``place`` never goes back."""
+        if self._found == -2 or (self._found != -1 and self._found < place):
+            self._found = self._text.find(_CLOSE, place)
+        return self._found
+
+
 def read_mini_swe_agent(path: str, prices: Mapping[str, tuple[float, float, float]]) -> RecordedRun:
     """The run in a mini-swe-agent trajectory file."""
     document = read_document(path, "mini-swe-agent trajectory")
@@ -79,37 +130,52 @@ def read_mini_swe_agent(path: str, prices: Mapping[str, tuple[float, float, floa
             raise AgentLogError(f"{path}: message {index} is not an object")
         if message.get("role") != "assistant":
             continue
-        text = text_of(message.get("content"))
-        response = _member(_member(message, "extra"), "response")
-        usage = _member(response, "usage")
-        model = response.get("model")
-        model = model if isinstance(model, str) else None
-        run.service = run.service or model
-        actions = _ACTION.findall(text)
-        created = as_float(response.get("created"))
-        run.items.append(
-            spent(
-                prices,
-                input_tokens=as_int(usage.get("prompt_tokens")),
-                output_tokens=as_int(usage.get("completion_tokens")),
-                cached=as_int(_member(usage, "prompt_tokens_details").get("cached_tokens")),
-                model=model,
-                cost=as_float(usage.get("cost")),
-                when=created or 0.0,
-                tool_calls=1 if len(actions) == 1 else 0,
-                rejected=len(actions) != 1,
-            )
-        )
-        if len(actions) != 1:
-            continue  # rejected for its format: no command ran
-        observation = _observation(messages, index + 1)
-        error = None
-        if observation is not None:
-            code = _RETURN_CODE.match(observation)
-            error = observation if code is not None and int(code.group(1)) != 0 else None
-        call = Call("bash", {"command": actions[0]}, observation, error)
-        run.items.append(RecordedCall(call, tool_span("bash"), None))
+        try:
+            _reply(run, prices, messages, index, message)
+        except OutOfRange as exc:
+            raise AgentLogError(f"{path}: message {index}: {exc}") from None
     return run
+
+
+def _reply(
+    run: RecordedRun,
+    prices: Mapping[str, tuple[float, float, float]],
+    messages: list[Any],
+    index: int,
+    message: dict[str, Any],
+) -> None:
+    """A mini-swe-agent reply: its model call, and the command it ran (if it ran one)."""
+    text = text_of(message.get("content"))
+    response = _member(_member(message, "extra"), "response")
+    usage = _member(response, "usage")
+    model = response.get("model")
+    model = model if isinstance(model, str) else None
+    run.service = run.service or model
+    actions = mini_swe_agent_actions(text)
+    created = as_float(response.get("created"), "created")
+    cached = _member(usage, "prompt_tokens_details").get("cached_tokens")
+    run.items.append(
+        spent(
+            prices,
+            input_tokens=as_int(usage.get("prompt_tokens"), "prompt_tokens"),
+            output_tokens=as_int(usage.get("completion_tokens"), "completion_tokens"),
+            cached=as_int(cached, "cached_tokens"),
+            model=model,
+            cost=as_float(usage.get("cost"), "cost"),
+            when=created or 0.0,
+            tool_calls=1 if len(actions) == 1 else 0,
+            rejected=len(actions) != 1,
+        )
+    )
+    if len(actions) != 1:
+        return  # rejected for its format: no command ran
+    observation = _observation(messages, index + 1)
+    error = None
+    if observation is not None:
+        code = _RETURN_CODE.match(observation)
+        error = observation if code is not None and int(code.group(1)) != 0 else None
+    call = Call("bash", {"command": actions[0]}, observation, error)
+    run.items.append(RecordedCall(call, tool_span("bash"), None))
 
 
 def read_swe_agent(path: str, prices: Mapping[str, tuple[float, float, float]]) -> RecordedRun:
@@ -131,9 +197,14 @@ def read_swe_agent(path: str, prices: Mapping[str, tuple[float, float, float]]) 
         sent_weights.append(prompt)
         received_weights.append(len(reply))
         prompt += len(reply) + len(text_of(step.get("observation")))
-    sent = _apportion(as_int(stats.get("tokens_sent")), sent_weights)
-    received = _apportion(as_int(stats.get("tokens_received")), received_weights)
-    cost = as_float(stats.get("instance_cost"))
+    try:
+        sent = _apportion(as_int(stats.get("tokens_sent"), "tokens_sent"), sent_weights)
+        received = _apportion(
+            as_int(stats.get("tokens_received"), "tokens_received"), received_weights
+        )
+        cost = as_float(stats.get("instance_cost"), "instance_cost")
+    except OutOfRange as exc:
+        raise AgentLogError(f"{path}: info.model_stats: {exc}") from None
     total = sum(sent) + sum(received)
     run = new_run(stem(path, ".traj"), "SWE-agent", None)
     for step, tokens_in, tokens_out in zip(made, sent, received, strict=True):

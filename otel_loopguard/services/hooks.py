@@ -23,7 +23,8 @@ calls, with an ``agent_id``, a scope of their own), prefixed by the agent (``cla
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from ..engine.verdict import Verdict
@@ -130,12 +131,15 @@ def _post_tool_use(
     else:
         if "tool_response" not in payload:
             raise BadField("tool_response", "missing; allowed: the tool's result (any JSON)")
+        response = payload["tool_response"]
+        if agent == "claude-code":
+            response = _stable(response)
         outcome = Outcome(
             scope=scope,
             tool=tool,
             call_id=call_id,
-            result=payload["tool_response"],
-            error=_error_of(payload["tool_response"]),
+            result=response,
+            error=_error_of(response),
             agent=agent_type,
         )
     fired = verdicts.outcome(outcome)
@@ -156,3 +160,47 @@ def _error_of(response: object) -> str | None:
     ):
         return json.dumps(response, sort_keys=True, default=str)
     return None
+
+
+_VOLATILE_KEY = re.compile(
+    r"(?:^|_)duration|Duration|(?:^|_)elapsed|Elapsed|(?:Ms|_ms|Sec|Seconds|_seconds)$"
+    r"|^usage$|Usage$|(?:^|_)tokens$|Tokens$|[a-z]Count$|Stats$|^agentId$|^tool_use_id$"
+)
+"""A key of a Claude Code tool result that changes from one call to the next whatever the tool
+found, read as a rule across tools (``WebSearch``'s ``durationSeconds``, ``Task``'s
+``totalDurationMs``, ``totalTokens``, ``usage``, ``toolStats``, ``WebFetch``'s ``durationMs``):
+the time the call took, the tokens and tool calls it spent, and the ids Claude Code mints for
+it (a new subagent's ``agentId``, a server search's ``tool_use_id``). Counts of what was found
+(``numFiles``, ``numLines``, ``totalMatches``) stay: they are what the tool answered."""
+
+
+def _stable(response: object) -> object:
+    """A Claude Code tool result without its volatile keys at any depth (a copy; walked without
+    recursion, so any nesting the body's parser accepted is read)."""
+    top = _container(response)
+    if top is None:
+        return response
+    stack: list[tuple[Any, Any]] = [(response, top)]
+    while stack:
+        source, copy = stack.pop()
+        items: Iterable[tuple[Any, Any]] = (
+            ((k, v) for k, v in source.items() if not _VOLATILE_KEY.search(str(k)))
+            if isinstance(source, dict)
+            else enumerate(source)
+        )
+        for key, value in items:
+            inner = _container(value)
+            if inner is not None:
+                stack.append((value, inner))
+            if isinstance(copy, dict):
+                copy[key] = value if inner is None else inner
+            else:
+                copy.append(value if inner is None else inner)
+    return top
+
+
+def _container(value: object) -> dict[Any, Any] | list[Any] | None:
+    """An empty container of ``value``'s kind (``None``: not a container)."""
+    if isinstance(value, dict):
+        return {}
+    return [] if isinstance(value, list) else None
