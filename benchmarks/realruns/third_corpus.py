@@ -193,7 +193,7 @@ def _count(counts: object, turn: int, step: int) -> int:
     if isinstance(counts, list) and turn < len(counts):
         row = counts[turn]
         if isinstance(row, list) and step < len(row):
-            return as_int(row[step])
+            return as_int(row[step], "tokens")
     return 0
 
 
