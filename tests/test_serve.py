@@ -135,15 +135,32 @@ def test_a_subagent_is_a_scope_of_its_own(served: Served) -> None:
     assert "hookSpecificOutput" in served.hook(pre_tool_use(session, 12, {"command": "ls"}))
 
 
-def test_block_as_ask_puts_a_block_to_the_user() -> None:
+def test_block_as_ask_puts_a_block_to_the_user_and_never_an_abort() -> None:
+    """One click on ``ask`` must not let an aborted run go on: the abort is denied."""
     with serving("--block-as", "ask") as service:
         session = str(uuid.uuid4())
         answers = []
-        for n in range(1, 22):
+        for n in range(1, 24):
             pre = pre_tool_use(session, n, {"command": "ls"})
             answers.append(service.hook(pre))
             service.hook(post_tool_use(pre, {"stdout": "same", "stderr": ""}))
     assert answers[20]["hookSpecificOutput"]["permissionDecision"] == "ask"
+    for aborted in answers[21:]:
+        assert aborted["hookSpecificOutput"]["permissionDecision"] == "deny"
+        assert "stopped" in aborted["hookSpecificOutput"]["permissionDecisionReason"]
+
+
+def test_block_as_ask_answers_codex_with_a_deny() -> None:
+    """Codex rejects ``permissionDecision: "ask"`` as unsupported and runs the call: only
+    Claude Code is asked; Codex's hook gets the deny."""
+    with serving("--block-as", "ask") as service:
+        session = str(uuid.uuid4())
+        answers = []
+        for n in range(1, 22):
+            pre = {**pre_tool_use(session, n, {"command": "ls"}), "turn_id": "t1"}
+            answers.append(service.hook(pre, agent="codex"))
+            service.hook(post_tool_use(pre, "same"), agent="codex")
+    assert answers[20]["hookSpecificOutput"]["permissionDecision"] == "deny"
 
 
 def test_fifty_concurrent_sessions_are_kept_apart(served: Served) -> None:
