@@ -261,3 +261,17 @@ def test_on_failure_block_denies_when_the_config_cannot_be_loaded(tmp_path: Path
     )
     denied(result)
     assert "missing.json" in result.stderr
+
+
+def test_the_documented_codex_set_up_states_the_trust_step_and_no_deprecated_flag() -> None:
+    """Codex runs only hooks the user trusted, and ``codex exec`` skips the others silently: a
+    set-up without the trust step gives no hook call at all. ``codex_hooks = true`` is a
+    deprecated alias (hooks are on by default)."""
+    page = (Path(__file__).resolve().parent.parent / "docs" / "coding-agents.md").read_text()
+    codex = page.split("\n## Codex\n", 1)[1].split("\n## ", 1)[0]
+    assert "codex_hooks = true\n" not in codex  # not as a settings line to copy
+    assert "[features]\n" not in codex
+    assert "`/hooks`" in codex
+    assert "again after every edit" in codex
+    assert "codex exec --dangerously-bypass-hook-trust" in codex
+    assert "skips untrusted hooks" in codex
