@@ -11,7 +11,14 @@ from typing import Any
 from ..config.environment import config_from_env
 from ..config.loading import ConfigError, load_config, load_file
 from ..config.model import LoopGuardConfig
-from ..services._base import DEFAULT_LISTEN, ENV_TOKEN, ServiceError, parse_listen, read_token
+from ..services._base import (
+    DEFAULT_LISTEN,
+    ENV_TOKEN,
+    ServiceError,
+    one_line,
+    parse_listen,
+    read_token,
+)
 
 __all__ = ["add_parsers"]
 
@@ -121,7 +128,7 @@ def _serve(args: argparse.Namespace) -> int:
             ) from None
         serve(service_config(args.config), listen, token=token, block_as=args.block_as)
     except (ServiceError, ConfigError) as exc:
-        print(f"otel-loopguard: error: {exc}", file=sys.stderr)
+        print(f"otel-loopguard serve: error: {one_line(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

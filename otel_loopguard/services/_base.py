@@ -31,6 +31,7 @@ __all__ = [
     "Listen",
     "ServiceError",
     "keyed_scope",
+    "one_line",
     "parse_listen",
     "read_token",
     "trace_scope_of",
@@ -58,6 +59,15 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 class ServiceError(Exception):
     """A service cannot start as asked (address, token): printed as one line, exit status 2."""
+
+
+def one_line(error: Exception) -> str:
+    """An error's message on one line (a config's problems joined by ``;``): a service's
+    client, an MCP client say, may show its stderr's last line and no more."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    if len(lines) > 1 and lines[0].endswith(("invalid setting", "invalid settings")):
+        return f"{lines[0]}: " + "; ".join(lines[1:])
+    return "; ".join(lines)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

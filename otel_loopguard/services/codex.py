@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, BinaryIO, Literal, TextIO
 
 from ..config.loading import ConfigError, ConfigSource
-from ._base import MAX_BODY_BYTES, ServiceError
+from ._base import MAX_BODY_BYTES, ServiceError, one_line
 from .hooks import BlockAs, answer_hook, block_decision
 from .verdicts import BadField, Verdicts, json_body
 
@@ -107,9 +107,10 @@ def run_hook(
             answer = _as_codex_takes(_answered_here(config(), payload, block_as), block_as)
     except (_Unanswered, ServiceError, ConfigError) as failure:
         unanswered = isinstance(failure, _Unanswered)
-        print(f"otel-loopguard hook codex: {'' if unanswered else 'error: '}{failure}", file=stderr)
+        said = one_line(failure)
+        print(f"otel-loopguard hook codex: {'' if unanswered else 'error: '}{said}", file=stderr)
         if on_failure == "block" and _is_pre_tool_use(payload):
-            reason = f"otel-loopguard could not check this call ({failure}); it is denied"
+            reason = f"otel-loopguard could not check this call ({said}); it is denied"
             print(json.dumps(_denied(reason)), file=stdout)
             return 0
         # Status 1, never 2: to Codex, a hook's status 2 blocks the call.
