@@ -24,6 +24,8 @@ class Served:
     def __init__(self, url: str, token: str | None) -> None:
         self.url = url
         self.token = token
+        self.stderr = ""
+        """What the service wrote on stderr, once it has stopped (after the ``with`` block)."""
 
     def post(
         self, path: str, body: object, *, raw: bytes | None = None, token: str | None = None
@@ -80,11 +82,13 @@ def serving(
     if not line:
         process.wait(timeout=30)
         raise AssertionError(f"serve did not start: {process.stderr.read()}")
+    served = Served(json.loads(line)["listening"], token)
     try:
-        yield Served(json.loads(line)["listening"], token)
+        yield served
     finally:
         process.terminate()
         process.wait(timeout=30)
+        served.stderr = process.stderr.read()
         process.stdout.close()
         process.stderr.close()
 

@@ -4,7 +4,10 @@ server on a loopback port: the verdicts, the scopes, and what it refuses."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -132,15 +135,32 @@ def test_a_subagent_is_a_scope_of_its_own(served: Served) -> None:
     assert "hookSpecificOutput" in served.hook(pre_tool_use(session, 12, {"command": "ls"}))
 
 
-def test_block_as_ask_puts_a_block_to_the_user() -> None:
+def test_block_as_ask_puts_a_block_to_the_user_and_never_an_abort() -> None:
+    """One click on ``ask`` must not let an aborted run go on: the abort is denied."""
     with serving("--block-as", "ask") as service:
         session = str(uuid.uuid4())
         answers = []
-        for n in range(1, 22):
+        for n in range(1, 24):
             pre = pre_tool_use(session, n, {"command": "ls"})
             answers.append(service.hook(pre))
             service.hook(post_tool_use(pre, {"stdout": "same", "stderr": ""}))
     assert answers[20]["hookSpecificOutput"]["permissionDecision"] == "ask"
+    for aborted in answers[21:]:
+        assert aborted["hookSpecificOutput"]["permissionDecision"] == "deny"
+        assert "stopped" in aborted["hookSpecificOutput"]["permissionDecisionReason"]
+
+
+def test_block_as_ask_answers_codex_with_a_deny() -> None:
+    """Codex rejects ``permissionDecision: "ask"`` as unsupported and runs the call: only
+    Claude Code is asked; Codex's hook gets the deny."""
+    with serving("--block-as", "ask") as service:
+        session = str(uuid.uuid4())
+        answers = []
+        for n in range(1, 22):
+            pre = {**pre_tool_use(session, n, {"command": "ls"}), "turn_id": "t1"}
+            answers.append(service.hook(pre, agent="codex"))
+            service.hook(post_tool_use(pre, "same"), agent="codex")
+    assert answers[20]["hookSpecificOutput"]["permissionDecision"] == "deny"
 
 
 def web_search_response(n: int, hits: str = "same") -> dict[str, Any]:
@@ -425,6 +445,45 @@ def test_beyond_loopback_with_a_token_every_request_needs_it() -> None:
         status, answer = service.post("/v1/hooks/claude-code", payload, token="wrong-token-0123456")
         assert status == 401
         assert "bearer token" in answer["error"]
+
+
+def test_the_token_claude_code_can_send_is_the_services_token() -> None:
+    """``LOOPGUARD_TOKEN`` (a name Claude Code fills into a hook's header) is the token; a hook
+    that sends an empty one is refused, and the service says why on stderr, once."""
+    with serving("--listen", "0.0.0.0:0", env={"LOOPGUARD_TOKEN": TOKEN}) as service:
+        service.url = service.url.replace("0.0.0.0", "127.0.0.1")
+        payload = {"session_id": "s", "hook_event_name": "SessionStart", "source": "startup"}
+        assert service.post("/v1/hooks/claude-code", payload)[0] == 401
+        assert service.post("/v1/hooks/claude-code", payload, token=TOKEN) == (200, {})
+        for _ in range(2):
+            request = urllib.request.Request(
+                service.url + "/v1/hooks/claude-code",
+                data=json.dumps(payload).encode(),
+                headers={"content-type": "application/json", "authorization": "Bearer "},
+            )
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(request, timeout=30)
+            assert refused.value.code == 401
+    warned = [line for line in service.stderr.splitlines() if "empty bearer token" in line]
+    assert len(warned) == 1
+    assert "LOOPGUARD_TOKEN" in warned[0]
+    assert "/v1/hooks/claude-code" in warned[0]
+
+
+def test_the_documented_hook_header_names_a_variable_claude_code_fills_in() -> None:
+    """Claude Code fills a ``$VAR`` into a hook's header only where ``allowedEnvVars`` lists it,
+    and never an ``OTEL_*`` one (it treats them as credentials: the header goes out empty)."""
+    page = (Path(__file__).resolve().parent.parent / "docs" / "coding-agents.md").read_text()
+    hooks = []
+    for block in (b.split("```", 1)[0] for b in page.split("```json\n")[1:]):
+        found = json.loads(block)
+        hooks.extend([found] if "headers" in found else [])
+    assert hooks, "the page shows a hook sending the token"
+    for hook in hooks:
+        for value in hook["headers"].values():
+            for name in re.findall(r"\$\{?([A-Z_][A-Z0-9_]*)", value):
+                assert not name.startswith("OTEL_"), value
+                assert name in hook.get("allowedEnvVars", []), hook
 
 
 def test_the_service_starts_without_the_extra_saying_what_to_install(tmp_path: Path) -> None:

@@ -64,6 +64,16 @@ def test_a_short_token_is_refused() -> None:
     assert read_token(None, {}) is None
 
 
+def test_the_token_is_read_from_a_name_claude_code_fills_in_and_from_the_earlier_one() -> None:
+    """Claude Code never puts an ``OTEL_*`` variable into a hook's header: the service reads
+    ``LOOPGUARD_TOKEN`` (what the hook sends), and ``OTEL_LOOPGUARD_TOKEN`` as before."""
+    assert read_token(None, {"LOOPGUARD_TOKEN": TOKEN}) == TOKEN
+    assert read_token(None, {"OTEL_LOOPGUARD_TOKEN": TOKEN}) == TOKEN
+    assert read_token(None, {"LOOPGUARD_TOKEN": TOKEN, "OTEL_LOOPGUARD_TOKEN": TOKEN}) == TOKEN
+    with pytest.raises(ServiceError, match="both set"):
+        read_token(None, {"LOOPGUARD_TOKEN": TOKEN, "OTEL_LOOPGUARD_TOKEN": TOKEN + "x"})
+
+
 def test_a_token_file_gives_its_first_line(tmp_path: pytest.TempPathFactory) -> None:
     path = tmp_path / "token"  # type: ignore[operator]
     path.write_text(TOKEN + "\nignored\n")
@@ -99,6 +109,25 @@ def test_bearer_auth_refuses_a_missing_or_wrong_token() -> None:
     assert wrong.headers["www-authenticate"].startswith("Bearer")
     ok = client.post("/", content=b"x", headers={"Authorization": f"Bearer {TOKEN}"})
     assert ok.json() == {"size": 1}
+
+
+def test_an_empty_bearer_token_is_refused_and_logged_once_naming_the_cause(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A hook whose header names a variable its agent never fills in sends ``Bearer `` on every
+    call, and every call runs unguarded: the service says so, once, and how to fix it."""
+    client = _echo_app(TOKEN, 1024)
+    with caplog.at_level("WARNING", logger="otel_loopguard"):
+        for _ in range(3):
+            empty = client.post("/", content=b"x", headers={"Authorization": "Bearer "})
+            assert empty.status_code == 401
+            assert "empty bearer token" in empty.json()["error"]
+        assert client.post("/", content=b"x").status_code == 401  # no header: not this cause
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1
+    assert "empty bearer token" in warnings[0]
+    assert "Bearer $LOOPGUARD_TOKEN" in warnings[0]
+    assert '"allowedEnvVars": ["LOOPGUARD_TOKEN"]' in warnings[0]
 
 
 def test_a_body_over_the_bound_is_refused_with_413_declared_or_streamed() -> None:

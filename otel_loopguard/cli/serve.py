@@ -11,7 +11,14 @@ from typing import Any
 from ..config.environment import config_from_env
 from ..config.loading import ConfigError, load_config, load_file
 from ..config.model import LoopGuardConfig
-from ..services._base import DEFAULT_LISTEN, ENV_TOKEN, ServiceError, parse_listen, read_token
+from ..services._base import (
+    DEFAULT_LISTEN,
+    ENV_TOKEN,
+    ServiceError,
+    one_line,
+    parse_listen,
+    read_token,
+)
 
 __all__ = ["add_parsers"]
 
@@ -44,7 +51,11 @@ def add_parsers(commands: Any) -> None:
         metavar="FILE",
         help=f"require this bearer token (its first line; default ${ENV_TOKEN})",
     )
-    _block_as(serve)
+    _block_as(
+        serve,
+        "a blocked call is denied (default) or put to the user (Claude Code; Codex, which "
+        "rejects ask and would run the call, is denied); an abort is always denied",
+    )
     serve.set_defaults(handler=_serve)
 
     hook = commands.add_parser(
@@ -76,7 +87,11 @@ def add_parsers(commands: Any) -> None:
     codex.add_argument(
         "--timeout", type=float, default=5.0, metavar="SECONDS", help="for --server (default 5)"
     )
-    _block_as(codex)
+    _block_as(
+        codex,
+        "accepted for symmetry with serve: Codex rejects ask and would run the call, so a "
+        "block is denied either way, whatever a --server answers",
+    )
     codex.set_defaults(handler=_hook_codex)
 
 
@@ -96,13 +111,8 @@ def service_config(path: str | None) -> LoopGuardConfig:
     return load_config(data)
 
 
-def _block_as(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--block-as",
-        choices=("deny", "ask"),
-        default="deny",
-        help="a blocked call is denied (default) or put to the user; an abort is always denied",
-    )
+def _block_as(parser: argparse.ArgumentParser, help: str) -> None:
+    parser.add_argument("--block-as", choices=("deny", "ask"), default="deny", help=help)
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -118,7 +128,7 @@ def _serve(args: argparse.Namespace) -> int:
             ) from None
         serve(service_config(args.config), listen, token=token, block_as=args.block_as)
     except (ServiceError, ConfigError) as exc:
-        print(f"otel-loopguard: error: {exc}", file=sys.stderr)
+        print(f"otel-loopguard serve: error: {one_line(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
@@ -128,20 +138,15 @@ def _serve(args: argparse.Namespace) -> int:
 def _hook_codex(args: argparse.Namespace) -> int:
     from ..services.codex import ENV_SERVER, run_hook
 
-    try:
-        server = args.server or os.environ.get(ENV_SERVER) or None
-        return run_hook(
-            stdin=sys.stdin.buffer,
-            stdout=sys.stdout,
-            stderr=sys.stderr,
-            server=server,
-            config=None if server else service_config(args.config),
-            token=read_token(args.token_file),
-            block_as=args.block_as,
-            on_failure=args.on_failure,
-            timeout=args.timeout,
-        )
-    except (ServiceError, ConfigError) as exc:
-        # Status 1, never 2: to Codex, a hook's status 2 blocks the call.
-        print(f"otel-loopguard hook codex: error: {exc}", file=sys.stderr)
-        return 1
+    server = args.server or os.environ.get(ENV_SERVER) or None
+    return run_hook(
+        stdin=sys.stdin.buffer,
+        stdout=sys.stdout,
+        stderr=sys.stderr,
+        server=server,
+        config=lambda: None if server else service_config(args.config),
+        token=lambda: read_token(args.token_file),
+        block_as=args.block_as,
+        on_failure=args.on_failure,
+        timeout=args.timeout,
+    )

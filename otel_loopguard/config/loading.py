@@ -22,7 +22,16 @@ from .bounds import MAX_CONFIG_BYTES, MAX_CONFIG_DEPTH, data_problem, text_probl
 from .model import LoopDetectionConfig, LoopGuardConfig, known_keys
 from .redaction import redacted
 
-__all__ = ["ConfigError", "load_config", "load_file"]
+__all__ = ["OPTIONAL_PARSERS", "ConfigError", "load_config", "load_file"]
+
+OPTIONAL_PARSERS: Mapping[str, tuple[str, str]] = {
+    ".json5": ("json5", "json5"),
+    ".yaml": ("yaml", "PyYAML"),
+    ".yml": ("yaml", "PyYAML"),
+}
+"""The file types read with a package beyond the core install: suffix -> (module, package). The
+services' extras (``serve``, ``mcp``) carry these packages, so that ``--config`` reads every
+format the docs name."""
 
 
 class ConfigError(ValueError):
@@ -99,13 +108,13 @@ def _parse(file: Path, text: str) -> Any:
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{file}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
     if suffix == ".json5":
-        json5 = _optional("json5", "json5", ".json5")
+        json5 = _optional(file, ".json5")
         try:
             return json5.loads(text)
         except ValueError as exc:
             raise ConfigError(f"{file}: invalid JSON5 at {_json5_where(str(exc))}") from None
     if suffix in (".yaml", ".yml"):
-        yaml = _optional("yaml", "PyYAML", ".yaml")
+        yaml = _optional(file, suffix)
         try:
             return yaml.safe_load(text)
         except yaml.YAMLError as exc:
@@ -140,12 +149,14 @@ def _json5_where(message: str) -> str:
     return f"line {match.group(1)}: {match.group(2)}" if match else message
 
 
-def _optional(module: str, package: str, suffix: str) -> Any:
+def _optional(file: Path, suffix: str) -> Any:
+    module, package = OPTIONAL_PARSERS[suffix]
     try:
         return __import__(module)
     except ImportError:
         raise ConfigError(
-            f"reading {suffix} files needs the {package} package: pip install {package}"
+            f"{file}: reading {suffix} files needs the {package} package, which is not "
+            f"installed: pip install {package}"
         ) from None
 
 

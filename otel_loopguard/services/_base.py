@@ -10,6 +10,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
+import logging
 import os
 import re
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -23,23 +24,31 @@ from ..engine.state.store import TRACE_PREFIX
 __all__ = [
     "DEFAULT_LISTEN",
     "ENV_TOKEN",
+    "ENV_TOKEN_OTEL",
     "MAX_BODY_BYTES",
     "BearerAuth",
     "BodyLimit",
     "Listen",
     "ServiceError",
     "keyed_scope",
+    "one_line",
     "parse_listen",
     "read_token",
     "trace_scope_of",
 ]
 
 DEFAULT_LISTEN = "127.0.0.1:8765"
-ENV_TOKEN = "OTEL_LOOPGUARD_TOKEN"
-"""The bearer token a service requires, when not given by ``--token-file``."""
+ENV_TOKEN = "LOOPGUARD_TOKEN"
+"""The bearer token a service requires (and a hook sends), when not given by ``--token-file``.
+Not an ``OTEL_*`` name: Claude Code never puts an ``OTEL_*`` variable into an http hook's
+header (it treats them as credentials), so a header naming one goes out empty."""
+ENV_TOKEN_OTEL = "OTEL_LOOPGUARD_TOKEN"
+"""The token's earlier name, still read where :data:`ENV_TOKEN` is not set."""
 MAX_BODY_BYTES = 1 << 20
 """The largest request body a service reads (1 MiB); larger ones are refused with 413."""
 MIN_TOKEN_CHARS = 16
+
+_logger = logging.getLogger("otel_loopguard")
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -50,6 +59,15 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 class ServiceError(Exception):
     """A service cannot start as asked (address, token): printed as one line, exit status 2."""
+
+
+def one_line(error: Exception) -> str:
+    """An error's message on one line (a config's problems joined by ``;``): a service's
+    client, an MCP client say, may show its stderr's last line and no more."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    if len(lines) > 1 and lines[0].endswith(("invalid setting", "invalid settings")):
+        return f"{lines[0]}: " + "; ".join(lines[1:])
+    return "; ".join(lines)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -96,7 +114,8 @@ def parse_listen(text: str) -> Listen:
 def read_token(
     token_file: str | None, environ: MutableMapping[str, str] | None = None
 ) -> str | None:
-    """The bearer token: the first line of ``token_file``, else ``$OTEL_LOOPGUARD_TOKEN``."""
+    """The bearer token: the first line of ``token_file``, else ``$LOOPGUARD_TOKEN``, else
+    ``$OTEL_LOOPGUARD_TOKEN`` (two different values set is an error: which one is meant?)."""
     environ = os.environ if environ is None else environ
     if token_file:
         try:
@@ -107,6 +126,13 @@ def read_token(
         token = raw.decode("utf-8", "replace").strip().splitlines()[0] if raw.strip() else ""
     else:
         token = environ.get(ENV_TOKEN, "").strip()
+        earlier = environ.get(ENV_TOKEN_OTEL, "").strip()
+        if token and earlier and token != earlier:
+            raise ServiceError(
+                f"${ENV_TOKEN} and ${ENV_TOKEN_OTEL} are both set, to different tokens: "
+                f"set ${ENV_TOKEN} only"
+            )
+        token = token or earlier
     if not token:
         return None
     if len(token) < MIN_TOKEN_CHARS or not token.isprintable() or " " in token:
@@ -164,29 +190,49 @@ async def _refuse(
     await send({"type": "http.response.body", "body": body})
 
 
+EMPTY_TOKEN_WARNING = (
+    "otel-loopguard: a request to %s came with an empty bearer token and was refused (401), "
+    "so its agent runs unguarded: the sender did not fill the token in. Claude Code never puts "
+    'an OTEL_* variable into an http hook\'s header: send "Authorization": "Bearer '
+    f'${ENV_TOKEN}" with "allowedEnvVars": ["{ENV_TOKEN}"], and export {ENV_TOKEN} '
+    "where the agent runs (said once)"
+)
+
+
 class BearerAuth:
     """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>`` (401
-    otherwise; compared in constant time). With no token, it passes everything on."""
+    otherwise; compared in constant time). With no token, it passes everything on.
+
+    A request whose token is empty is logged once, as a warning: a hook whose header names an
+    environment variable its agent would not fill in is refused on every call, and a hook that
+    fails lets the call go on, so nothing else would say the guard is off."""
 
     def __init__(self, app: ASGIApp, token: str | None) -> None:
         self.app = app
         self._token = None if token is None else token.encode()
+        self._told_empty = False  # set once, on the event loop's thread
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self._token is None or scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        given = b""
+        given: bytes | None = None
         for name, value in scope.get("headers", ()):
             if name == b"authorization":
                 given = value
                 break
-        scheme, _, credential = given.partition(b" ")
+        scheme, _, credential = (given or b"").strip().partition(b" ")
+        empty = given is not None and not credential.strip() and scheme.lower() in (b"", b"bearer")
+        if empty and not self._told_empty:
+            self._told_empty = True
+            # The path as ascii(): a client's text never reaches a terminal raw.
+            _logger.warning(EMPTY_TOKEN_WARNING, ascii(str(scope.get("path", "/"))[:200]))
         if scheme.lower() != b"bearer" or not hmac.compare_digest(credential.strip(), self._token):
+            problem = "an empty" if empty else "a missing or wrong"
             await _refuse(
                 send,
                 401,
-                "missing or wrong bearer token (send: Authorization: Bearer <token>)",
+                f"{problem} bearer token (send: Authorization: Bearer <token>)",
                 [(b"www-authenticate", b'Bearer realm="otel-loopguard"')],
             )
             return

@@ -7,9 +7,13 @@ It either asks a running ``otel-loopguard serve`` (``--server URL`` or
 here over a shared store (a config whose ``store`` has a Redis / Valkey ``url``): the same
 keys a ``serve`` on that store uses, so the two can be mixed.
 
-When the check cannot be made (no server answering, a bad payload), the call goes on: the hook
-prints nothing and says why on stderr (fail-open). ``--on-failure block`` denies a
-``PreToolUse`` instead (fail-closed).
+When the check cannot be made (no server answering, a payload or stdin it cannot read, a config
+it cannot load), the call goes on: the hook prints nothing and says why on stderr (fail-open).
+``--on-failure block`` denies a ``PreToolUse`` instead (fail-closed), and a payload it cannot
+read may be one.
+
+A block is always answered ``deny``, the server's answer included: Codex rejects
+``permissionDecision: "ask"`` as unsupported and runs the call.
 """
 
 from __future__ import annotations
@@ -17,12 +21,12 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, BinaryIO, Literal, TextIO
 
-from ..config.loading import ConfigSource
-from ._base import MAX_BODY_BYTES, ServiceError
-from .hooks import BlockAs, answer_hook
+from ..config.loading import ConfigError, ConfigSource
+from ._base import MAX_BODY_BYTES, ServiceError, one_line
+from .hooks import BlockAs, answer_hook, block_decision
 from .verdicts import BadField, Verdicts, json_body
 
 __all__ = ["ENV_SERVER", "run_hook"]
@@ -83,30 +87,69 @@ def run_hook(
     stdout: TextIO,
     stderr: TextIO,
     server: str | None,
-    config: ConfigSource | None,
-    token: str | None,
+    config: Callable[[], ConfigSource | None],
+    token: Callable[[], str | None],
     block_as: BlockAs = "deny",
     on_failure: OnFailure = "allow",
     timeout: float = 5.0,
 ) -> int:
-    """Answer one Codex hook call; the exit status (0: answered, or let through on failure)."""
-    payload = stdin.read(MAX_BODY_BYTES + 1)
+    """Answer one Codex hook call; the exit status (0: answered, or let through on failure; 1:
+    the hook cannot run as configured, and fails open). ``config`` and ``token`` are read only
+    once the payload is, so that a failure to read them fails closed under ``--on-failure
+    block``."""
+    payload = b""
     try:
-        if len(payload) > MAX_BODY_BYTES:
-            raise _Unanswered(f"the hook's payload is over {MAX_BODY_BYTES} bytes")
+        payload = _read(stdin)
         if server:
-            answer = _posted(server, payload, token, timeout).decode("utf-8", "replace")
+            posted = _posted(server, payload, token(), timeout)
+            answer = _as_codex_takes(_server_answer(posted), block_as)
         else:
-            answer = json.dumps(_answered_here(config, payload, block_as))
-    except _Unanswered as failure:
-        print(f"otel-loopguard hook codex: {failure}", file=stderr)
+            answer = _as_codex_takes(_answered_here(config(), payload, block_as), block_as)
+    except (_Unanswered, ServiceError, ConfigError) as failure:
+        unanswered = isinstance(failure, _Unanswered)
+        said = one_line(failure)
+        print(f"otel-loopguard hook codex: {'' if unanswered else 'error: '}{said}", file=stderr)
         if on_failure == "block" and _is_pre_tool_use(payload):
-            reason = f"otel-loopguard could not check this call ({failure}); it is denied"
+            reason = f"otel-loopguard could not check this call ({said}); it is denied"
             print(json.dumps(_denied(reason)), file=stdout)
-        return 0
-    if answer.strip() not in ("", "{}"):
-        print(answer, file=stdout)
+            return 0
+        # Status 1, never 2: to Codex, a hook's status 2 blocks the call.
+        return 0 if unanswered else 1
+    if answer:
+        print(json.dumps(answer), file=stdout)
     return 0
+
+
+def _read(stdin: BinaryIO) -> bytes:
+    try:
+        payload = stdin.read(MAX_BODY_BYTES + 1)
+    except OSError as exc:
+        raise _Unanswered(f"cannot read the hook's payload: {exc.strerror or exc}") from None
+    if len(payload) > MAX_BODY_BYTES:
+        raise _Unanswered(f"the hook's payload is over {MAX_BODY_BYTES} bytes")
+    return payload
+
+
+def _server_answer(raw: bytes) -> dict[str, Any]:
+    if not raw.strip():
+        return {}
+    try:
+        return json_body(raw)
+    except BadField:
+        raise _Unanswered("the server's answer is not a JSON object") from None
+
+
+def _as_codex_takes(answer: Mapping[str, Any], block_as: BlockAs) -> dict[str, Any]:
+    """``answer`` with a block decided as Codex takes it (``ask``, which Codex rejects and runs
+    the call, is a deny); a deny is never made an ask (an abort stays denied)."""
+    out = dict(answer)
+    specific = out.get("hookSpecificOutput")
+    if isinstance(specific, dict) and specific.get("permissionDecision") == "ask":
+        out["hookSpecificOutput"] = {
+            **specific,
+            "permissionDecision": block_decision("codex", block_as),
+        }
+    return out
 
 
 def _is_pre_tool_use(payload: bytes) -> bool:

@@ -5,9 +5,10 @@ Both send the same JSON for a hook (``session_id``, ``hook_event_name``, ``tool_
 
 - ``PreToolUse``: ``{}`` lets the call go on to the user's own permission rules (never an
   explicit ``allow``, which would skip them); a warning is ``additionalContext`` (the model
-  reads it before the tool runs); a block or an abort is ``permissionDecision: "deny"`` (or
-  ``"ask"``, when the service is told to ask the user) with the guard's message as
-  ``permissionDecisionReason``, which the model reads.
+  reads it before the tool runs); a block or an abort is ``permissionDecision: "deny"`` with
+  the guard's message as ``permissionDecisionReason``, which the model reads. Told to ask the
+  user, the service answers a block ``"ask"`` where the agent accepts it (Claude Code; Codex
+  rejects ``ask`` as unsupported and runs the call, so it is denied), and an abort ``deny``.
 - ``PostToolUse`` / ``PostToolUseFailure``: the call's outcome (a failure's ``error`` as its
   error); ``{}``, or ``decision: "block"`` with the message when this outcome aborted the run
   (the post-compaction guard).
@@ -31,12 +32,24 @@ from ..engine.verdict import Verdict
 from ._base import keyed_scope
 from .verdicts import HOOK_AGENTS, BadField, Call, Outcome, Verdicts, optional_text, text
 
-__all__ = ["AGENTS", "BlockAs", "answer_hook"]
+__all__ = ["AGENTS", "BlockAs", "answer_hook", "block_decision"]
 
 AGENTS = HOOK_AGENTS
 """The agents whose hooks are answered (the route ``/v1/hooks/<agent>``)."""
 
 BlockAs = Literal["deny", "ask"]
+
+_ASKS = frozenset({"claude-code"})
+"""The agents whose ``PreToolUse`` accepts ``permissionDecision: "ask"``. Codex (0.171) rejects it
+("unsupported permissionDecision:ask") and runs the call: a block put to the user would let it
+through."""
+
+
+def block_decision(agent: str, block_as: BlockAs) -> BlockAs:
+    """What a blocked call is answered for ``agent``: ``block_as`` where it accepts it, else
+    ``deny``."""
+    return block_as if agent in _ASKS else "deny"
+
 
 _RELEASING = frozenset({"Stop", "SessionEnd", "SubagentStop"})
 _COMPACTING = frozenset({"PreCompact", "PostCompact"})
@@ -87,7 +100,7 @@ def _pre_tool_use(
             agent=agent_type,
         )
     )
-    return pre_tool_use_answer(verdict, block_as)
+    return pre_tool_use_answer(verdict, block_decision(agent, block_as))
 
 
 def pre_tool_use_answer(verdict: Verdict, block_as: BlockAs = "deny") -> dict[str, Any]:

@@ -19,6 +19,7 @@ from ._base import (
     BodyLimit,
     Listen,
     ServiceError,
+    one_line,
     parse_listen,
     read_token,
     require_token,
@@ -41,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         anyio.run(_main, args)
     except (ServiceError, ConfigError) as exc:
-        print(f"otel-loopguard mcp-proxy: error: {exc}", file=sys.stderr)
+        print(f"otel-loopguard mcp-proxy: error: {one_line(exc)}", file=sys.stderr)
         return 2
     return 0
 

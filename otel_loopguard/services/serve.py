@@ -14,6 +14,7 @@ it, never a 500):
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any, TextIO
@@ -148,6 +149,9 @@ def serve(
 ) -> None:
     """Run the service until interrupted; refuse to listen beyond loopback without a token."""
     require_token(listen, token)
+    # The guard's own warnings (a hook sending an empty token, a store that stopped answering)
+    # on stderr: the library's logger has only a NullHandler.
+    logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=sys.stderr)
     telemetry = service_guard(config, SERVICE_NAME)
     app = create_app(telemetry, token=token, block_as=block_as)
     settings = uvicorn.Config(
