@@ -181,7 +181,8 @@ def test_two_proxy_processes_on_one_redis_server_share_one_count(tmp_path: Path)
     server.start()
     try:
         config = tmp_path / "loopguard.json"
-        config.write_text(json.dumps({"enabled": True, "store": {"url": server.url}}))
+        store = {"url": server.url, "timeoutMs": 10_000}  # a loaded machine's pause: no outage
+        config.write_text(json.dumps({"enabled": True, "store": store}))
         counter = tmp_path / "ran"
         meta = {"loopguard/conversation": "conversation-42"}
 

@@ -549,7 +549,7 @@ def test_finished_server_side_scopes_never_evict_a_running_run() -> None:
 def test_server_side_calls_on_the_redis_store_keep_the_run_history(
     redis_server: Any, prefix: str
 ) -> None:
-    config = {**ON, "store": {"url": redis_server.url, "keyPrefix": prefix}}
+    config = {**ON, "store": {"url": redis_server.url, "keyPrefix": prefix, "timeoutMs": 10_000}}
     r = rig(config)
     for n in range(25):
         _served_call(r, 0xDEF, n)

@@ -72,7 +72,9 @@ class Store(Protocol):
     The unit of work is :meth:`update`: run a function on one scope's state atomically and
     return its result. The function changes nothing but the state (no logging, metrics or
     annotations: a shared store may run it again, on a newer state, when another process
-    changed the scope meanwhile); the caller acts on the result afterwards. Every method is
+    changed the scope meanwhile, or later, when it was decided on this process's copy while
+    the server was not answering and the server's state changed); the caller acts on the
+    result afterwards, and its arguments are not changed after the call. Every method is
     safe from any thread and never raises because a server failed.
     """
 
