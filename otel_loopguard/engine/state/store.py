@@ -147,9 +147,11 @@ class InMemoryStore:
     root) is *untracked*: nothing will release it, so such scopes are held apart, at most
     ``max_untracked`` of them, least recently used first, and they never evict a tracked one.
     Other scopes (a conversation, an attribute, one given to ``check``) are held until LRU or
-    the idle TTL drops them, as tracked ones are. When the last open root of a trace here had a
-    remote parent (a tool service answering one call of a run), its scope becomes untracked
-    rather than released: the run may call again, under the same trace.
+    the idle TTL drops them, as tracked ones are. So is a trace's scope once the last open root
+    of the trace here had a remote parent (a tool service answering one call of a run: a
+    ``traceparent`` given to ``serve`` or ``mcp-proxy``): not released, since the run may call
+    again under the same trace, and not untracked either, since it is a caller's scope as a
+    conversation is, and a flood of other traces must not take an active loop's history.
     """
 
     def __init__(
@@ -295,25 +297,13 @@ class InMemoryStore:
 
     def root_ended(self, key: str, *, remote_parent: bool = False) -> None:
         """A local root span ended: release the scope once its last one has; after a root
-        under a remote parent, hold it apart instead, as an untracked scope (see the class)."""
+        under a remote parent, keep it until LRU or the idle TTL drops it (see the class)."""
         with self.lock:
             remaining = self._roots.pop(key, 1) - 1
             if remaining > 0:
                 self._roots[key] = remaining
             elif not remote_parent:
                 self._release(key)
-            else:
-                self._untrack(key)
-
-    def _untrack(self, key: str) -> None:
-        """Move a tracked scope among the untracked ones (the oldest of them may make room)."""
-        state = self._scopes.pop(key, None)
-        if state is None:
-            return
-        if len(self._untracked) >= self.max_untracked:
-            self._drop(self._untracked.popitem(last=False)[1])
-            self._evicted_lru += 1
-        self._untracked[key] = state
 
     def clear(self) -> None:
         with self.lock:
