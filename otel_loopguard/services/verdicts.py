@@ -20,7 +20,7 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 
 from ..arguments import described
 from ..engine.detection.replies import Reply
-from ..engine.state.store import InMemoryStore
+from ..engine.state.store import TRACE_PREFIX, InMemoryStore
 from ..engine.usage import Usage
 from ..engine.verdict import OK, Verdict
 from ..otel.outcomes import spend
@@ -152,6 +152,10 @@ HOOK_AGENTS = ("claude-code", "codex")
 """The agents whose hooks the service answers; a hook session's scope is ``<agent>:<session>``."""
 
 
+_OTHER_KINDS = (*(f"{agent}:" for agent in HOOK_AGENTS), TRACE_PREFIX)
+"""The prefixes of scopes a ``/v1/*`` ``scope`` may not name."""
+
+
 def scope_of(body: Mapping[str, Any]) -> str:
     """``/v1/*``'s scope: ``traceparent`` (the trace's scope, shared with span processors on
     the same Redis store), ``claude_code_session`` / ``codex_session`` (a hook session's: its
@@ -168,6 +172,14 @@ def scope_of(body: Mapping[str, Any]) -> str:
     scope = optional_text(body, "scope")
     if scope is None:
         raise BadField("scope", "missing; allowed: a non-empty string (or a traceparent)")
+    if scope.startswith(_OTHER_KINDS):
+        # Kept apart by the prefix below anyway; refused so that no caller believes it joined
+        # (or released) a hook session's or a trace's scope.
+        raise BadField(
+            "scope",
+            "starts with another kind's prefix (claude-code:, codex:, trace:); name a hook "
+            "session by claude_code_session / codex_session, a trace by traceparent",
+        )
     return keyed_scope("check", scope)
 
 
