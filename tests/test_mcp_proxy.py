@@ -475,3 +475,16 @@ def test_a_servers_error_text_is_exported_only_with_content_capture(
     exported = str(span)  # status, events (an exception's message and stack trace), attributes
     assert (secret in exported) is capture
     assert any(e.name == "exception" for e in span.events)
+
+
+def test_warnings_to_model_false_leaves_the_result_as_the_server_gave_it(tmp_path: Path) -> None:
+    config = _config(tmp_path, {"enabled": True, "warningsToModel": False})
+
+    async def run() -> list[Any]:
+        async with Client(stdio_proxy(tmp_path / "ran", "--config", config)) as client:
+            return await _calls(client, 21)
+
+    results = anyio.run(run)
+    assert _text(results[10]) == "the same contents"  # warned (on the span), not told the model
+    assert results[10].structured_content == {"result": "the same contents"}
+    assert results[20].is_error  # the block still answers
