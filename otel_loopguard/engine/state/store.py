@@ -132,6 +132,8 @@ class Tally:
 
 EXPIRE_PER_CALL = 8
 """Idle scopes dropped at most per store call: expiry is spread over calls, never a pause."""
+EVICTION_SCAN = 32
+"""Scopes looked at, least recently used first, for one that is not a running run's."""
 
 
 class InMemoryStore:
@@ -151,7 +153,9 @@ class InMemoryStore:
     of the trace here had a remote parent (a tool service answering one call of a run: a
     ``traceparent`` given to ``serve`` or ``mcp-proxy``): not released, since the run may call
     again under the same trace, and not untracked either, since it is a caller's scope as a
-    conversation is, and a flood of other traces must not take an active loop's history.
+    conversation is, and a flood of other traces must not take an active loop's history. A
+    scope is evicted least recently used first, passing over running runs' scopes (see
+    ``_evict``).
     """
 
     def __init__(
@@ -256,8 +260,7 @@ class InMemoryStore:
                 del self._untracked[key]  # its root started here after all
             if tracked:
                 if len(self._scopes) >= self.max_scopes:
-                    self._drop(self._scopes.popitem(last=False)[1])
-                    self._evicted_lru += 1
+                    self._evict()
                 self._scopes[key] = state
             else:
                 if key not in self._untracked and len(self._untracked) >= self.max_untracked:
@@ -267,6 +270,21 @@ class InMemoryStore:
                 self._untracked.move_to_end(key)
         state.last_used = now
         return state
+
+    def _evict(self) -> None:
+        """Drop the least recently used scope but a running run's (its trace's local root open
+        here), unless the oldest ``EVICTION_SCAN`` are all running: scopes a service keeps for
+        its callers never take a run's history, however many there are."""
+        victim = None
+        for seen, key in enumerate(self._scopes):
+            if key not in self._roots:
+                victim = key
+                break
+            if seen >= EVICTION_SCAN:
+                break
+        state = self._scopes.pop(victim) if victim is not None else self._scopes.popitem(False)[1]
+        self._drop(state)
+        self._evicted_lru += 1
 
     def peek(self, key: str) -> ScopeState | None:
         """The scope's state if it exists, without creating it or marking it used.
