@@ -22,6 +22,9 @@ from .serve_helpers import command, environment, serving
 
 # Thresholds low enough that a loop takes a few processes: blocked at the 4th identical call.
 STRICT = {"enabled": True, "warningThreshold": 2, "criticalThreshold": 3}
+SLOW_MACHINE_MS = 10_000
+"""The shared store's timeout here: a loaded machine's round trip is no outage (the default 50 ms
+would make it one, and the hook would go on without the history the test is about)."""
 
 
 def codex_payload(session: str, event: str, n: int, **extra: Any) -> dict[str, Any]:
@@ -87,7 +90,8 @@ def test_the_hook_and_the_server_share_a_redis_store(tmp_path: Path) -> None:
     redis.start()
     try:
         config = tmp_path / "shared.json"
-        config.write_text(json.dumps({**STRICT, "store": {"url": redis.url}}))
+        store = {"url": redis.url, "timeoutMs": SLOW_MACHINE_MS}
+        config.write_text(json.dumps({**STRICT, "store": store}))
         session = str(uuid.uuid4())
         # Three calls through the hook process, on the store; the fourth asks the server.
         assert loop(session, 3, "--config", str(config))[2] != {}

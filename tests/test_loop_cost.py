@@ -289,7 +289,7 @@ def test_a_conversations_budget_is_one_budget_whichever_worker_serves_a_turn(
     config = {
         "scope": "conversation",
         "budget": {"tokens": 1000},
-        "store": {"url": redis_server.url, "keyPrefix": prefix},
+        "store": {"url": redis_server.url, "keyPrefix": prefix, "timeoutMs": 10_000},
     }
     workers = [rig(config), rig(config)]
     verdicts = []

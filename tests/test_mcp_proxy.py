@@ -181,7 +181,8 @@ def test_two_proxy_processes_on_one_redis_server_share_one_count(tmp_path: Path)
     server.start()
     try:
         config = tmp_path / "loopguard.json"
-        config.write_text(json.dumps({"enabled": True, "store": {"url": server.url}}))
+        store = {"url": server.url, "timeoutMs": 10_000}  # a loaded machine's pause: no outage
+        config.write_text(json.dumps({"enabled": True, "store": store}))
         counter = tmp_path / "ran"
         meta = {"loopguard/conversation": "conversation-42"}
 
@@ -443,3 +444,47 @@ def test_the_proxy_scopes_calls_itself_and_turns_detection_on_unless_told(
     block = proxy_config(given).loop_detection
     assert block.scope == "conversation"
     assert block.enabled is enabled
+
+
+@pytest.mark.parametrize("capture", [False, True])
+def test_a_servers_error_text_is_exported_only_with_content_capture(
+    tmp_path: Path, capture: bool
+) -> None:
+    secret = "/secret/payroll-2024.xlsx"
+    with OtlpReceiver() as receiver:
+        params = stdio_proxy(tmp_path / "ran", *(["--capture-content"] if capture else []))
+        assert params.env is not None
+        params.env |= {
+            "OTEL_TRACES_EXPORTER": "otlp_proto_http",
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": receiver.endpoint,
+            "OTEL_METRICS_EXPORTER": "none",
+        }
+
+        async def run() -> str:
+            async with Client(params) as client:
+                with pytest.raises(MCPError) as raised:
+                    await client.call_tool("invalid", {"path": secret})
+                return str(raised.value)
+
+        answered = anyio.run(run)  # the proxy flushes its spans as it exits
+        (span,) = [s for s in receiver.spans if s.name == "tools/call invalid"]
+    assert secret in answered  # the client gets the server's error as it came
+    assert span.status.code == 2  # ERROR
+    attributes = {a.key: a.value.string_value for a in span.attributes}
+    assert attributes["error.type"] == "jsonrpc_error"
+    exported = str(span)  # status, events (an exception's message and stack trace), attributes
+    assert (secret in exported) is capture
+    assert any(e.name == "exception" for e in span.events)
+
+
+def test_warnings_to_model_false_leaves_the_result_as_the_server_gave_it(tmp_path: Path) -> None:
+    config = _config(tmp_path, {"enabled": True, "warningsToModel": False})
+
+    async def run() -> list[Any]:
+        async with Client(stdio_proxy(tmp_path / "ran", "--config", config)) as client:
+            return await _calls(client, 21)
+
+    results = anyio.run(run)
+    assert _text(results[10]) == "the same contents"  # warned (on the span), not told the model
+    assert results[10].structured_content == {"result": "the same contents"}
+    assert results[20].is_error  # the block still answers

@@ -186,10 +186,10 @@ def test_a_remote_parent_makes_a_local_root_through_the_public_reader(
             tool_span(r.tracer, "read_file", {"path": "a"}, "x")
         assert r.guard.stats().scopes == 1
     stats = r.guard.stats()
-    assert (stats.scopes, stats.untracked, stats.released) == (1, 1, 0)
+    assert (stats.scopes, stats.untracked, stats.released) == (1, 0, 0)  # kept, as a caller's
 
 
-def test_a_remote_parent_tool_span_is_kept_untracked_at_its_end_through_the_public_reader(
+def test_a_remote_parent_tool_span_is_kept_at_its_end_through_the_public_reader(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(reader, "READER", reader.PublicReader())
@@ -198,7 +198,7 @@ def test_a_remote_parent_tool_span_is_kept_untracked_at_its_end_through_the_publ
     with trace.use_span(NonRecordingSpan(remote)):
         tool_span(r.tracer, "read_file", {"path": "a"}, "x")
     stats = r.guard.stats()
-    assert (stats.scopes, stats.untracked, stats.released) == (1, 1, 0)
+    assert (stats.scopes, stats.untracked, stats.released) == (1, 0, 0)
 
 
 # -- warning de-duplication --------------------------------------------------------------------

@@ -141,3 +141,18 @@ def test_a_body_over_the_bound_is_refused_with_413_declared_or_streamed() -> Non
 
     streamed = client.post("/", content=chunks())  # no Content-Length: chunked
     assert streamed.status_code == 413
+
+
+@pytest.mark.parametrize("chunk", [1, 100, 1024, 1025])
+def test_a_chunked_body_is_held_to_the_bound_exactly(chunk: int) -> None:
+    client = _echo_app(None, 1024)
+
+    def streamed(size: int) -> object:
+        sent = 0
+        while sent < size:
+            part = min(chunk, size - sent)
+            sent += part
+            yield b"x" * part
+
+    assert client.post("/", content=streamed(1024)).json() == {"size": 1024}
+    assert client.post("/", content=streamed(1025)).status_code == 413  # one byte past it

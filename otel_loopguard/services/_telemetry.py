@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any
 
+from opentelemetry import trace
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
@@ -27,7 +28,7 @@ from ..guard import LoopGuard
 from ..processor import LoopGuardSpanProcessor
 from ._base import ServiceError
 
-__all__ = ["ServiceTelemetry", "service_guard"]
+__all__ = ["ServiceTelemetry", "raised", "service_guard"]
 
 _logger = logging.getLogger("otel_loopguard")
 
@@ -104,4 +105,24 @@ def service_guard(
         _logger.info("otel-loopguard %s: no trace exporter (OTEL_TRACES_EXPORTER) set", service)
     return ServiceTelemetry(
         guard=guard, tracer_provider=tracer_provider, meter_provider=meter_provider
+    )
+
+
+def raised(span: trace.Span, exc: Exception, *, capture_content: bool) -> None:
+    """An exception on a service's span: as the SDK records one where content is captured;
+    else its type (and JSON-RPC code) only, since its message and stack trace may quote the
+    caller's data (an MCP server's ``Invalid params: no such file /secret/...``)."""
+    if capture_content:
+        span.record_exception(exc)
+        span.set_status(trace.Status(trace.StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+        return
+    kind = type(exc).__qualname__
+    code = getattr(exc, "code", None)
+    code = code if type(code) is int else None
+    span.add_event(
+        "exception",
+        {"exception.type": kind} | ({} if code is None else {"rpc.jsonrpc.error_code": code}),
+    )
+    span.set_status(
+        trace.Status(trace.StatusCode.ERROR, kind if code is None else f"{kind} {code}")
     )

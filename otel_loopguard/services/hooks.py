@@ -14,11 +14,13 @@ Both send the same JSON for a hook (``session_id``, ``hook_event_name``, ``tool_
   (the post-compaction guard).
 - ``PreCompact`` / ``PostCompact`` (and ``SessionStart`` after a compaction): arm the
   post-compaction guard.
-- ``Stop`` / ``SessionEnd``: the session's scope is released; ``SubagentStop``: the subagent's.
+- ``Stop`` / ``SessionEnd``: the session's scope is released; ``SubagentStop``: the subagent's
+  (named by its ``agent_id``: without one, nothing is released).
 
 Every other event is answered ``{}``. A session's scope is its ``session_id`` (a subagent's
-calls, with an ``agent_id``, a scope of their own), prefixed by the agent (``claude-code:`` or
-``codex:``), so no two agents' sessions meet.
+calls, with an ``agent_id``, a scope of their own: ``<session>/<agent_id>``, each with ``%`` and
+``/`` escaped, so no session id names another session's subagent), prefixed by the agent
+(``claude-code:`` or ``codex:``), so no two agents' sessions meet.
 """
 
 from __future__ import annotations
@@ -51,14 +53,22 @@ def block_decision(agent: str, block_as: BlockAs) -> BlockAs:
     return block_as if agent in _ASKS else "deny"
 
 
-_RELEASING = frozenset({"Stop", "SessionEnd", "SubagentStop"})
+_RELEASING = frozenset({"Stop", "SessionEnd"})
 _COMPACTING = frozenset({"PreCompact", "PostCompact"})
 
 
-def _scope(agent: str, payload: Mapping[str, Any], *, subagent: bool = True) -> str:
-    session = text(payload, "session_id")
-    sub = optional_text(payload, "agent_id") if subagent else None
-    return keyed_scope(agent, f"{session}/{sub}" if sub else session)
+def _scope(agent: str, payload: Mapping[str, Any]) -> str:
+    session = _escaped(text(payload, "session_id"))
+    sub = optional_text(payload, "agent_id")
+    return keyed_scope(agent, f"{session}/{_escaped(sub)}" if sub else session)
+
+
+def _escaped(key: str) -> str:
+    """``key`` with ``%`` and ``/`` escaped: the one ``/`` of a scope parts a session from its
+    subagent (an id as most are, a UUID, is unchanged)."""
+    if "%" not in key and "/" not in key:
+        return key
+    return key.replace("%", "%25").replace("/", "%2F")
 
 
 def answer_hook(
@@ -73,9 +83,14 @@ def answer_hook(
         return _post_tool_use(verdicts, agent, payload, failed=event == "PostToolUseFailure")
     if event in _COMPACTING or (event == "SessionStart" and payload.get("source") == "compact"):
         verdicts.compaction(_scope(agent, payload))
+    elif event == "SubagentStop":
+        # A subagent's stop releases its own scope, never the session's (an aborted run would
+        # go on): with no agent id, there is nothing of its own to release.
+        if optional_text(payload, "agent_id") is not None:
+            verdicts.release(_scope(agent, payload))
     elif event in _RELEASING:
-        # A subagent's stop releases its own scope; the main agent's ends the session's.
-        verdicts.release(_scope(agent, payload, subagent=event == "SubagentStop"))
+        # The main agent's stop ends the session's scope (a subagent's id, if any, is not read).
+        verdicts.release(_scope(agent, {**payload, "agent_id": None}))
     return {}
 
 

@@ -39,6 +39,7 @@ from ..guard import LoopGuard
 from ..integrations._mcp_results import dump, error_result, outcome_of, with_warning
 from ..tool import to_attribute
 from ._base import trace_scope_of
+from ._telemetry import raised
 from .mcp_upstream import Upstream, described
 
 __all__ = ["CONVERSATION_META_KEY", "ProxyOptions", "build_server", "proxy_config"]
@@ -174,29 +175,52 @@ class _Proxy:
                 "network.transport": self.options.transport,
             }
         )
+        # An exception's text may be the server's (its error names the caller's data): the span
+        # records it as ``raised`` says, never as the SDK would (message and stack trace).
         with self.tracer.start_as_current_span(
-            f"tools/call {name}", context=parent, kind=trace.SpanKind.SERVER, attributes=attributes
+            f"tools/call {name}",
+            context=parent,
+            kind=trace.SpanKind.SERVER,
+            attributes=attributes,
+            record_exception=False,
+            set_status_on_exception=False,
         ) as span:
             try:
-                verdict = self.guard.check(name, arguments, call_id=call_id)
-            except ValueError as exc:
-                raise MCPError(types.INVALID_PARAMS, f"tools/call: {exc}") from None
-            if verdict.blocked:
-                return self._refused(verdict)
-            if self.options.capture_content:
-                span.set_attribute("gen_ai.tool.call.arguments", to_attribute(arguments))
-            started = time.time()
-            try:
-                # The server's progress, reported to the client (when it asked for progress).
-                progress = ctx.session.report_progress
-                result = await self._forward(span, name, arguments, meta, call_id, progress)
-            finally:
-                self.guard.runtime.ran(started, time.time())  # the ``seconds`` budget
-            if verdict.level == "warning" and (
-                self.guard.runtime.config_for_current().warnings_to_model
-            ):
-                result = with_warning(result, verdict.message)
-            return result
+                return await self._call(span, name, arguments, meta, call_id, ctx)
+            except Exception as exc:
+                raised(span, exc, capture_content=self.options.capture_content)
+                raise
+
+    async def _call(
+        self,
+        span: trace.Span,
+        name: str,
+        arguments: dict[str, Any],
+        meta: dict[str, Any],
+        call_id: str,
+        ctx: ServerRequestContext[Any, Any],
+    ) -> types.CallToolResult:
+        """The guarded call, in its span."""
+        try:
+            verdict = self.guard.check(name, arguments, call_id=call_id)
+        except ValueError as exc:
+            raise MCPError(types.INVALID_PARAMS, f"tools/call: {exc}") from None
+        if verdict.blocked:
+            return self._refused(verdict)
+        if self.options.capture_content:
+            span.set_attribute("gen_ai.tool.call.arguments", to_attribute(arguments))
+        started = time.time()
+        try:
+            # The server's progress, reported to the client (when it asked for progress).
+            progress = ctx.session.report_progress
+            result = await self._forward(span, name, arguments, meta, call_id, progress)
+        finally:
+            self.guard.runtime.ran(started, time.time())  # the ``seconds`` budget
+        if verdict.level == "warning" and (
+            self.guard.runtime.config_for_current().warnings_to_model
+        ):
+            result = with_warning(result, verdict.message)
+        return result
 
     def _placement(
         self, meta: dict[str, Any], connection: str, session: str | None

@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from opentelemetry import trace
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from ..arguments import described
 from ..engine.detection.replies import Reply
-from ..engine.state.store import InMemoryStore
+from ..engine.state.store import TRACE_PREFIX, InMemoryStore
 from ..engine.usage import Usage
 from ..engine.verdict import OK, Verdict
 from ..otel.outcomes import spend
@@ -44,6 +45,8 @@ __all__ = [
     "text",
     "verdict_body",
 ]
+
+_PROPAGATOR = TraceContextTextMapPropagator()
 
 MAX_FIELD_CHARS = 1024
 """The longest id, name or digest a request may carry (a session id, a tool name, a call id)."""
@@ -113,6 +116,8 @@ class Call:
     arguments: object
     call_id: str | None = None
     agent: str | None = None
+    traceparent: str | None = None
+    """The caller's span, where its scope is its trace's: the service's span is its child."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -125,6 +130,8 @@ class Outcome:
     result: object = None
     error: str | None = None
     agent: str | None = None
+    traceparent: str | None = None
+    """As :attr:`Call.traceparent`."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -137,10 +144,16 @@ class Spent:
     called_tool: bool | None = None
     """Whether the model's reply called a tool (``None``: not said); replies in a row that
     call none are a ``no_tool_streak``."""
+    traceparent: str | None = None
+    """As :attr:`Call.traceparent`."""
 
 
 HOOK_AGENTS = ("claude-code", "codex")
 """The agents whose hooks the service answers; a hook session's scope is ``<agent>:<session>``."""
+
+
+_OTHER_KINDS = (*(f"{agent}:" for agent in HOOK_AGENTS), TRACE_PREFIX)
+"""The prefixes of scopes a ``/v1/*`` ``scope`` may not name."""
 
 
 def scope_of(body: Mapping[str, Any]) -> str:
@@ -159,7 +172,21 @@ def scope_of(body: Mapping[str, Any]) -> str:
     scope = optional_text(body, "scope")
     if scope is None:
         raise BadField("scope", "missing; allowed: a non-empty string (or a traceparent)")
+    if scope.startswith(_OTHER_KINDS):
+        # Kept apart by the prefix below anyway; refused so that no caller believes it joined
+        # (or released) a hook session's or a trace's scope.
+        raise BadField(
+            "scope",
+            "starts with another kind's prefix (claude-code:, codex:, trace:); name a hook "
+            "session by claude_code_session / codex_session, a trace by traceparent",
+        )
     return keyed_scope("check", scope)
+
+
+def _traceparent(body: Mapping[str, Any]) -> str | None:
+    """The caller's ``traceparent``, where it names the scope (``scope_of`` checked it)."""
+    value = body.get("traceparent")
+    return value if isinstance(value, str) and trace_scope_of(value) is not None else None
 
 
 def _arguments(body: Mapping[str, Any], field: str) -> object:
@@ -182,6 +209,7 @@ def call_of(body: Mapping[str, Any]) -> Call:
         arguments=_arguments(body, "arguments"),
         call_id=optional_text(body, "call_id"),
         agent=optional_text(body, "agent"),
+        traceparent=_traceparent(body),
     )
 
 
@@ -195,6 +223,7 @@ def outcome_of(body: Mapping[str, Any]) -> Outcome:
         result=_arguments(body, "result"),
         error=optional_text(body, "error"),
         agent=optional_text(body, "agent"),
+        traceparent=_traceparent(body),
     )
 
 
@@ -227,6 +256,7 @@ def spent_of(body: Mapping[str, Any]) -> Spent:
         usage=usage,
         agent=optional_text(body, "agent"),
         called_tool=called,
+        traceparent=_traceparent(body),
     )
 
 
@@ -258,10 +288,16 @@ class Verdicts:
         self._tracer = telemetry.tracer_provider.get_tracer("otel_loopguard.services")
         self.blocking = not isinstance(self._runtime.store, InMemoryStore)
 
-    def _in_span(self, name: str, tool: str | None, answer: Callable[[], T]) -> T:
+    def _in_span(
+        self, name: str, tool: str | None, answer: Callable[[], T], traceparent: str | None = None
+    ) -> T:
+        """``answer()`` in the service's span: a child of the caller's span where the scope is
+        its trace's, so the trace's scope is a caller's (kept as a conversation is, not lost to
+        other traces: ``InMemoryStore``), and the span joins the caller's trace."""
         attributes = {"gen_ai.tool.name": tool} if tool else {}
+        parent = _PROPAGATOR.extract({"traceparent": traceparent}) if traceparent else None
         with self._tracer.start_as_current_span(
-            name, kind=trace.SpanKind.SERVER, attributes=attributes
+            name, context=parent, kind=trace.SpanKind.SERVER, attributes=attributes
         ):
             return answer()
 
@@ -273,7 +309,7 @@ class Verdicts:
                 call.tool, call.arguments, call_id=call.call_id, scope=call.scope, agent=call.agent
             )
 
-        return self._in_span("loopguard.check", call.tool, answer)
+        return self._in_span("loopguard.check", call.tool, answer, call.traceparent)
 
     def outcome(self, outcome: Outcome) -> Verdict:
         """Record a call's outcome; the abort it brought (the post-compaction guard's), else
@@ -292,7 +328,7 @@ class Verdicts:
             after = self.guard.abort_verdict(scope=outcome.scope) if before is None else None
             return after or OK
 
-        return self._in_span("loopguard.outcome", outcome.tool, answer)
+        return self._in_span("loopguard.outcome", outcome.tool, answer, outcome.traceparent)
 
     def spent(self, spent: Spent) -> Verdict:
         """Add a model call's usage to the scope's totals; the budget verdict it brings, or the
@@ -322,7 +358,7 @@ class Verdicts:
             self._runtime.annotator.on_live_span(span, mark)
             return mark.verdict  # in observe-only mode, a warning: the run is never stopped
 
-        return self._in_span("loopguard.usage", None, answer)
+        return self._in_span("loopguard.usage", None, answer, spent.traceparent)
 
     def compaction(self, scope: str) -> None:
         """The agent compacted its context: arm the post-compaction guard for the scope."""

@@ -21,7 +21,11 @@ with something that is not our state, the call is served from this process's cop
 the outage is logged once and counted (``StoreStats.fallbacks``), and the server is tried again
 at most once every ``retry_seconds``, by the call that comes due: never a wait longer than one
 timeout, never a block because the store is down. When the server answers again, a scope nobody
-else changed meanwhile keeps what this process recorded; otherwise the server's state wins.
+else changed meanwhile keeps what this process recorded; otherwise what this process decided
+alone is applied again to the server's state (each update's function, as ``update`` runs it
+again after another process's change), so no call decided during the outage is lost: not when
+another process wrote meanwhile, nor when a reply came too late and the write it answered was
+stored after all (its token tells: what it carried is not applied twice).
 """
 
 from __future__ import annotations
@@ -55,6 +59,10 @@ __all__ = ["MAX_ATTEMPTS", "RedisStore"]
 P = ParamSpec("P")
 T = TypeVar("T")
 
+_Op = tuple[bytes | None, Callable[..., object], tuple[Any, ...], dict[str, Any]]
+"""An update decided on this process's copy: the token of the write that carried it (``None``
+when none was sent), the function and its arguments."""
+
 
 _STORES: weakref.WeakSet[RedisStore] = weakref.WeakSet()
 
@@ -69,14 +77,17 @@ class _Entry:
     stored (made while the server was not answering). ``state`` is ``None`` while an update
     has it out."""
 
-    __slots__ = ("abort", "owed", "state", "version")
+    __slots__ = ("abort", "ops", "owed", "state", "version")
 
-    def __init__(self, version: Version, state: ScopeState) -> None:
+    def __init__(self, version: Version, state: ScopeState, ops: list[_Op]) -> None:
         self.version = version
         self.state: ScopeState | None = state
         self.abort = state.abort
         self.owed = 0
         """Tool calls decided here that the scope's count on the server does not hold yet."""
+        self.ops = ops
+        """The updates ``state`` holds that the server's state as of ``version`` may not: applied
+        again to the server's state when it answers with another (at most ``max_ops``)."""
 
 
 class RedisStore(ServerHealth):
@@ -122,6 +133,7 @@ class RedisStore(ServerHealth):
         self._clock = clock
         self._io: IoContext = nullcontext
         self._history_size = 30
+        self._max_ops = _max_ops(30)
         self._fallbacks = 0
         self._forget_process()
         _STORES.add(self)
@@ -153,6 +165,7 @@ class RedisStore(ServerHealth):
         """The window size of new scopes, and what to enter around each round trip (the
         guard's: OpenTelemetry instrumentation suppressed, so no span of ours feeds back)."""
         self._history_size = history_size
+        self._max_ops = _max_ops(history_size)
         self._io = io_context or nullcontext
 
     def update(
@@ -167,9 +180,10 @@ class RedisStore(ServerHealth):
         the current state when another process changed it meanwhile."""
         # ``owed``: the tool calls this process decided on its own copy that the scope's count
         # on the server does not hold yet (taken here; handed back if they are not sent).
-        version, state, owed = self._take(key)
+        # ``ops``: what this process decided alone since ``version`` (see ``_Entry.ops``).
+        version, state, owed, ops = self._take(key)
         if not self._due():
-            return self._decided_here(key, version, state, owed, fn, *args, **kwargs)
+            return self._decided_here(key, version, state, owed, ops, fn, *args, **kwargs)
         name = self._name(key)
         holder = self._holder if key in self._roots else b""
         deadline = time.monotonic() + self._timeout
@@ -194,9 +208,11 @@ class RedisStore(ServerHealth):
                 counted, current = server.answer(reply)
             except Exception as exc:  # the server's failure or garbage, never fn's
                 # Whether the server counted ``owed`` is unknown: counted again later, a budget
-                # stops a little early rather than late.
+                # stops a little early rather than late. Whether it stored the state is unknown
+                # too (a late reply): the token ``new`` will say, when it answers again.
                 self._failed(exc)
-                return self._locally(key, version, state, result, owed + made)
+                ops.append((new, fn, args, kwargs))
+                return self._locally(key, version, state, result, owed + made, ops)
             owed = 0  # the server counted them, whatever it answered
             if current is None:
                 state.calls = max(state.calls, counted)
@@ -210,12 +226,36 @@ class RedisStore(ServerHealth):
                 state = codec.decode(blob, self._history_size) if blob else self._new()
             except CodecError:
                 self._unreadable()
-                return self._locally(key, version, state, result, made)
+                ops.append((None, fn, args, kwargs))
+                return self._locally(key, version, state, result, made, ops)
+            if ops:
+                ops = self._reapplied(state, ops, token)
             if time.monotonic() >= deadline:
                 break
         # Others kept changing the scope first: decided on the newest state seen, not stored.
         self._contention()
-        return self._decided_here(key, version, state, 0, fn, *args, **kwargs)
+        return self._decided_here(key, version, state, 0, ops, fn, *args, **kwargs)
+
+    def _reapplied(self, state: ScopeState, ops: list[_Op], token: bytes) -> list[_Op]:
+        """Apply again to the server's ``state`` (stored as ``token``) what this process
+        decided alone that it does not hold: the updates after the last one a write of ``token``
+        carried (a write whose reply came too late), or all of them. The same updates, as
+        decided on ``state`` now (no write carried them)."""
+        start = 0
+        for n, (carried_by, _, _, _) in enumerate(ops):
+            if carried_by == token:
+                start = n + 1
+        calls = state.calls  # the calls these updates made are counted already (``owed``)
+        kept: list[_Op] = []
+        for _, op, args, kwargs in ops[start:]:
+            try:
+                op(state, *args, **kwargs)
+            except Exception as exc:  # never the server's: this update is left out, not the rest
+                self._once("internal", f"an update was not applied again ({type(exc).__name__})")
+                continue
+            kept.append((None, op, args, kwargs))
+        state.calls = calls
+        return kept
 
     def _decided_here(
         self,
@@ -223,16 +263,19 @@ class RedisStore(ServerHealth):
         version: Version,
         state: ScopeState,
         owed: int,
+        ops: list[_Op],
         fn: Callable[Concatenate[ScopeState, P], T],
         /,
         *args: P.args,
         **kwargs: P.kwargs,
     ) -> T:
         """``fn`` on this process's copy, not stored: the tool calls it makes are owed to the
-        scope's count on the server, sent with this process's next update of the scope."""
+        scope's count on the server, sent with this process's next update of the scope, and
+        the update is applied again to the server's state if that changed meanwhile."""
         made = state.calls = max(state.calls, version.counted + owed)
         result = fn(state, *args, **kwargs)
-        return self._locally(key, version, state, result, owed + state.calls - made)
+        ops.append((None, fn, args, kwargs))
+        return self._locally(key, version, state, result, owed + state.calls - made, ops)
 
     def abort(self, key: str, *, fresh: bool = False) -> Verdict | None:
         """The scope's abort flag: as this process last stored or read it, or (``fresh``) as
@@ -327,11 +370,12 @@ class RedisStore(ServerHealth):
     def _new(self) -> ScopeState:
         return ScopeState(self._history_size)
 
-    def _take(self, key: str) -> tuple[Version, ScopeState, int]:
+    def _take(self, key: str) -> tuple[Version, ScopeState, int, list[_Op]]:
         """This process's copy of the scope and its token, taken out for one update; a new
         state, said to be absent on the server, when there is none (or another update has it:
         the server then answers with the current one). And the tool calls owed to the scope's
-        count, taken too: one update sends them."""
+        count, taken too: one update sends them; and the updates the copy holds that the
+        server's state may not."""
         with self._lock:
             entry = self._cache.get(key)
             if entry is not None:
@@ -339,47 +383,58 @@ class RedisStore(ServerHealth):
                 owed, entry.owed = entry.owed, 0
                 state = entry.state
                 if state is not None:
-                    entry.state = None
-                    return entry.version, state, owed
-                return ABSENT, self._new(), owed
-        return ABSENT, self._new(), 0
+                    entry.state, ops, entry.ops = None, entry.ops, []
+                    return entry.version, state, owed, ops
+                return ABSENT, self._new(), owed, []
+        return ABSENT, self._new(), 0, []
 
     def _put(self, key: str, version: Version, state: ScopeState, *, held: bool = False) -> None:
         """Keep the state the server stored as ``version``."""
         with self._lock:
-            self._keep(key, version, state)
+            self._keep(key, version, state, [])
             if held and key in self._roots:  # held while a root is open (bounded with them)
                 self._held.add(key)
             recovered, self._down = self._down, False
         if recovered:
             self._log_recovered()
 
-    def _locally(self, key: str, version: Version, state: ScopeState, result: T, owed: int) -> T:
+    def _locally(
+        self, key: str, version: Version, state: ScopeState, result: T, owed: int, ops: list[_Op]
+    ) -> T:
         """Keep a state the server did not store, as this process's copy (stored with the next
-        update the server takes, unless another process changed the scope meanwhile), with
-        the tool calls the server has not counted (sent with the next update, stored or not),
-        and count the call as served from it."""
+        update the server takes; applied again, as ``ops``, to the server's state if another
+        process changed it meanwhile), with the tool calls the server has not counted (sent
+        with the next update, stored or not), and count the call as served from it."""
+        del ops[: -self._max_ops]  # the oldest first: the window holds the newest calls
         with self._lock:
-            self._keep(key, version, state)
+            self._keep(key, version, state, ops)
             self._cache[key].owed += owed
             self._fallbacks += 1
         return result
 
-    def _keep(self, key: str, version: Version, state: ScopeState) -> None:
+    def _keep(self, key: str, version: Version, state: ScopeState, ops: list[_Op]) -> None:
         entry = self._cache.get(key)
         if entry is not None:
             entry.version, entry.state, entry.abort = version, state, state.abort
+            entry.ops = ops
             return
         if len(self._cache) >= self._max_scopes:
             self._cache.popitem(last=False)
             self._evicted += 1
-        self._cache[key] = _Entry(version, state)
+        self._cache[key] = _Entry(version, state, ops)
 
     def _forget(self, key: str) -> None:
         with self._lock:
             if self._cache.pop(key, None) is not None or key in self._held:
                 self._released += 1
             self._held.discard(key)
+
+
+def _max_ops(history_size: int) -> int:
+    """The updates decided alone a scope's copy keeps to apply again: a call's start and end
+    for each record of the window, and a few more (model calls, compactions); older ones could
+    change nothing but counters a longer outage already under-counts."""
+    return 2 * history_size + 16
 
 
 def _check(timeout: float, ttl: float, prefix: str, max_scopes: int, retry_seconds: float) -> None:

@@ -12,6 +12,8 @@ import sys
 import threading
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS
 
 HUGE_BYTES = 100 << 20
 
@@ -37,6 +39,13 @@ def fail(path: str) -> str:
     """Always fails (an isError result)."""
     _ran("fail")
     raise ValueError("disk on fire")
+
+
+@server.tool()
+def invalid(path: str) -> str:
+    """Always answers a JSON-RPC error whose text names the caller's path."""
+    _ran("invalid")
+    raise MCPError(INVALID_PARAMS, f"Invalid params: no such file {path}")
 
 
 @server.tool()

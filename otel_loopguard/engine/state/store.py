@@ -72,7 +72,9 @@ class Store(Protocol):
     The unit of work is :meth:`update`: run a function on one scope's state atomically and
     return its result. The function changes nothing but the state (no logging, metrics or
     annotations: a shared store may run it again, on a newer state, when another process
-    changed the scope meanwhile); the caller acts on the result afterwards. Every method is
+    changed the scope meanwhile, or later, when it was decided on this process's copy while
+    the server was not answering and the server's state changed); the caller acts on the
+    result afterwards, and its arguments are not changed after the call. Every method is
     safe from any thread and never raises because a server failed.
     """
 
@@ -130,6 +132,8 @@ class Tally:
 
 EXPIRE_PER_CALL = 8
 """Idle scopes dropped at most per store call: expiry is spread over calls, never a pause."""
+EVICTION_SCAN = 32
+"""Scopes looked at, least recently used first, for one that is not a running run's."""
 
 
 class InMemoryStore:
@@ -145,9 +149,13 @@ class InMemoryStore:
     root) is *untracked*: nothing will release it, so such scopes are held apart, at most
     ``max_untracked`` of them, least recently used first, and they never evict a tracked one.
     Other scopes (a conversation, an attribute, one given to ``check``) are held until LRU or
-    the idle TTL drops them, as tracked ones are. When the last open root of a trace here had a
-    remote parent (a tool service answering one call of a run), its scope becomes untracked
-    rather than released: the run may call again, under the same trace.
+    the idle TTL drops them, as tracked ones are. So is a trace's scope once the last open root
+    of the trace here had a remote parent (a tool service answering one call of a run: a
+    ``traceparent`` given to ``serve`` or ``mcp-proxy``): not released, since the run may call
+    again under the same trace, and not untracked either, since it is a caller's scope as a
+    conversation is, and a flood of other traces must not take an active loop's history. A
+    scope is evicted least recently used first, passing over running runs' scopes (see
+    ``_evict``).
     """
 
     def __init__(
@@ -252,8 +260,7 @@ class InMemoryStore:
                 del self._untracked[key]  # its root started here after all
             if tracked:
                 if len(self._scopes) >= self.max_scopes:
-                    self._drop(self._scopes.popitem(last=False)[1])
-                    self._evicted_lru += 1
+                    self._evict()
                 self._scopes[key] = state
             else:
                 if key not in self._untracked and len(self._untracked) >= self.max_untracked:
@@ -263,6 +270,21 @@ class InMemoryStore:
                 self._untracked.move_to_end(key)
         state.last_used = now
         return state
+
+    def _evict(self) -> None:
+        """Drop the least recently used scope but a running run's (its trace's local root open
+        here), unless the oldest ``EVICTION_SCAN`` are all running: scopes a service keeps for
+        its callers never take a run's history, however many there are."""
+        victim = None
+        for seen, key in enumerate(self._scopes):
+            if key not in self._roots:
+                victim = key
+                break
+            if seen >= EVICTION_SCAN:
+                break
+        state = self._scopes.pop(victim) if victim is not None else self._scopes.popitem(False)[1]
+        self._drop(state)
+        self._evicted_lru += 1
 
     def peek(self, key: str) -> ScopeState | None:
         """The scope's state if it exists, without creating it or marking it used.
@@ -293,25 +315,13 @@ class InMemoryStore:
 
     def root_ended(self, key: str, *, remote_parent: bool = False) -> None:
         """A local root span ended: release the scope once its last one has; after a root
-        under a remote parent, hold it apart instead, as an untracked scope (see the class)."""
+        under a remote parent, keep it until LRU or the idle TTL drops it (see the class)."""
         with self.lock:
             remaining = self._roots.pop(key, 1) - 1
             if remaining > 0:
                 self._roots[key] = remaining
             elif not remote_parent:
                 self._release(key)
-            else:
-                self._untrack(key)
-
-    def _untrack(self, key: str) -> None:
-        """Move a tracked scope among the untracked ones (the oldest of them may make room)."""
-        state = self._scopes.pop(key, None)
-        if state is None:
-            return
-        if len(self._untracked) >= self.max_untracked:
-            self._drop(self._untracked.popitem(last=False)[1])
-            self._evicted_lru += 1
-        self._untracked[key] = state
 
     def clear(self) -> None:
         with self.lock:
