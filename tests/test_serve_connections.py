@@ -9,9 +9,11 @@ from __future__ import annotations
 import json
 import select
 import socket
+import sys
 import urllib.request
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -124,3 +126,30 @@ def test_a_bad_bound_is_a_clear_error(option: str, value: str) -> None:
     )
     assert done.returncode == 2
     assert option in done.stderr
+
+
+def test_the_mcp_proxy_over_http_holds_the_same_bounds(tmp_path: Path) -> None:
+    pytest.importorskip("mcp")
+    import anyio
+    from mcp import Client
+
+    from .mcp_proxy.rig import PROXY, UPSTREAM, environment, listening
+    from .redis_server import free_port
+
+    port = free_port()
+    bounds = ["--max-connections", "4", "--header-timeout", "0.5"]
+    proxy = [*PROXY, "--listen", f"127.0.0.1:{port}", *bounds, "--", sys.executable, str(UPSTREAM)]
+    with listening(proxy, environment(tmp_path / "ran"), "listening on"):
+        service = Served(f"http://127.0.0.1:{port}", None)
+        with half_sent(service, 10) as sockets:
+            assert closed_by_the_service(sockets[0], trickle=False)
+
+            async def run() -> object:
+                async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+                    return await client.call_tool("read_file", {"path": "notes.txt"})
+
+            result = anyio.run(run)
+        assert not getattr(result, "is_error", True)
+        with socket.create_connection(("127.0.0.1", port), 10) as slow:
+            slow.sendall(HALF_SENT.replace(b"/v1/check", b"/mcp"))
+            assert closed_by_the_service(slow, trickle=True)
