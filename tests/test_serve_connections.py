@@ -88,7 +88,7 @@ def test_half_sent_requests_past_the_descriptor_limit_leave_the_token_holder_a_v
 
 
 def test_the_connection_bound_and_header_timeout_are_options() -> None:
-    with serving("--max-connections", "4", "--header-timeout", "0.5", token=TOKEN) as service:
+    with serving("--max-connections", "4", "--header-timeout", "2", token=TOKEN) as service:
         with half_sent(service, 10) as sockets:
             assert verdict(service)[0] == 200
             # More than 4 were opened: the oldest were closed to make room.
@@ -137,7 +137,7 @@ def test_the_mcp_proxy_over_http_holds_the_same_bounds(tmp_path: Path) -> None:
     from .redis_server import free_port
 
     port = free_port()
-    bounds = ["--max-connections", "4", "--header-timeout", "0.5"]
+    bounds = ["--max-connections", "4", "--header-timeout", "2"]
     proxy = [*PROXY, "--listen", f"127.0.0.1:{port}", *bounds, "--", sys.executable, str(UPSTREAM)]
     with listening(proxy, environment(tmp_path / "ran"), "listening on"):
         service = Served(f"http://127.0.0.1:{port}", None)
