@@ -9,7 +9,7 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -61,9 +61,13 @@ def environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 @contextmanager
 def serving(
-    *args: str, env: Mapping[str, str] | None = None, token: str | None = None
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    token: str | None = None,
+    descriptors: int | None = None,
 ) -> Iterator[Served]:
-    """``otel-loopguard serve --listen 127.0.0.1:0 ARGS``, until the block ends."""
+    """``otel-loopguard serve --listen 127.0.0.1:0 ARGS``, until the block ends (with at most
+    ``descriptors`` open files, where given: its ``RLIMIT_NOFILE``)."""
     extra = dict(env or {})
     if token is not None:
         extra["OTEL_LOOPGUARD_TOKEN"] = token
@@ -75,6 +79,7 @@ def serving(
         text=True,
         env=environment(extra),
         cwd=ROOT,
+        preexec_fn=None if descriptors is None else _limit_descriptors(descriptors),
     )
     assert process.stdout is not None
     assert process.stderr is not None
@@ -87,10 +92,25 @@ def serving(
         yield served
     finally:
         process.terminate()
-        process.wait(timeout=30)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()  # a service that does not stop fails its test, not the next one
+            process.wait(timeout=30)
+            raise
         served.stderr = process.stderr.read()
         process.stdout.close()
         process.stderr.close()
+
+
+def _limit_descriptors(count: int) -> Callable[[], None]:
+    def limit() -> None:
+        import resource
+
+        _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (count, hard))
+
+    return limit
 
 
 def session_payloads() -> list[dict[str, Any]]:

@@ -7,6 +7,8 @@ import argparse
 import sys
 from typing import Any
 
+from .serve import add_bounds
+
 __all__ = ["add_parser", "main"]
 
 INSTALL = 'python3 -m pip install -e ".[mcp]"  (from the repository root)'
@@ -43,6 +45,7 @@ def add_parser(commands: Any) -> None:
         "beyond loopback it needs a bearer token",
     )
     parser.add_argument("--token-file", metavar="FILE", help="the bearer token (first line)")
+    add_bounds(parser)
     parser.add_argument(
         "--timeout",
         type=float,

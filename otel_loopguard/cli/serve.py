@@ -4,6 +4,7 @@ modules imported only when one runs (the core install has no Starlette or uvicor
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from typing import Any
@@ -51,6 +52,7 @@ def add_parsers(commands: Any) -> None:
         metavar="FILE",
         help=f"require this bearer token (its first line; default ${ENV_TOKEN})",
     )
+    add_bounds(serve)
     _block_as(
         serve,
         "a blocked call is denied (default) or put to the user (Claude Code; Codex, which "
@@ -95,6 +97,33 @@ def add_parsers(commands: Any) -> None:
     codex.set_defaults(handler=_hook_codex)
 
 
+def add_bounds(parser: argparse.ArgumentParser) -> None:
+    """``--max-connections`` and ``--header-timeout``: what a service's HTTP listener holds."""
+    parser.add_argument(
+        "--max-connections",
+        type=int,
+        metavar="N",
+        help="the most connections open at once; past it, the one waiting longest for a "
+        "request is closed (default 512, or a quarter of the open-file limit where that is lower)",
+    )
+    parser.add_argument(
+        "--header-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="how long a request's headers may take to arrive before the connection is "
+        "closed (default 10)",
+    )
+
+
+def check_bounds(args: argparse.Namespace) -> None:
+    """A bad ``--max-connections`` or ``--header-timeout`` as a :class:`ServiceError`."""
+    if args.max_connections is not None and args.max_connections < 1:
+        raise ServiceError("--max-connections must be at least 1")
+    if not math.isfinite(args.header_timeout) or args.header_timeout <= 0:
+        raise ServiceError("--header-timeout must be a number of seconds > 0")
+
+
 SERVICE_DEFAULTS = {"enabled": True}
 """What a service starts from: loop detection on (the reason to run one). A config file or the
 ``OTEL_LOOPGUARD_*`` environment says otherwise where it sets ``enabled``."""
@@ -118,6 +147,7 @@ def _block_as(parser: argparse.ArgumentParser, help: str) -> None:
 def _serve(args: argparse.Namespace) -> int:
     try:
         listen = parse_listen(args.listen)
+        check_bounds(args)
         token = read_token(args.token_file)
         try:
             from ..services.serve import serve
@@ -126,7 +156,14 @@ def _serve(args: argparse.Namespace) -> int:
                 f"otel-loopguard serve needs the serve extra ({missing.name} is not "
                 f"installed): {EXTRA}"
             ) from None
-        serve(service_config(args.config), listen, token=token, block_as=args.block_as)
+        serve(
+            service_config(args.config),
+            listen,
+            token=token,
+            block_as=args.block_as,
+            max_connections=args.max_connections,
+            header_timeout=args.header_timeout,
+        )
     except (ServiceError, ConfigError) as exc:
         print(f"otel-loopguard serve: error: {one_line(exc)}", file=sys.stderr)
         return 2

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib.metadata import entry_points
@@ -28,9 +29,12 @@ from ..guard import LoopGuard
 from ..processor import LoopGuardSpanProcessor
 from ._base import ServiceError
 
-__all__ = ["ServiceTelemetry", "raised", "service_guard"]
+__all__ = ["EXIT_FLUSH_SECONDS", "ServiceTelemetry", "exporter_names", "raised", "service_guard"]
 
 _logger = logging.getLogger("otel_loopguard")
+
+EXIT_FLUSH_SECONDS = 3.0
+"""How long a service's exit waits for its spans and metrics to reach the collector."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -41,25 +45,69 @@ class ServiceTelemetry:
     tracer_provider: TracerProvider
     meter_provider: MeterProvider
 
-    def shutdown(self) -> None:
-        """Flush and stop the exporters (at the service's exit)."""
-        self.tracer_provider.shutdown()
-        self.meter_provider.shutdown()
+    def shutdown(self, within: float | None = None) -> None:
+        """Flush and stop the exporters (at the service's exit), giving up after ``within``
+        seconds (default :data:`EXIT_FLUSH_SECONDS`): an exporter retries a collector it cannot
+        reach for its whole timeout (``OTEL_EXPORTER_OTLP_TIMEOUT``, 10 s unless set), and a
+        service stopping (a supervisor's restart, the user's Ctrl-C) does not wait for that."""
+        done = threading.Event()
+
+        def flush() -> None:
+            try:
+                self.tracer_provider.shutdown()
+                self.meter_provider.shutdown()
+            finally:
+                done.set()
+
+        threading.Thread(target=flush, name="otel-loopguard-exit-flush", daemon=True).start()
+        seconds = EXIT_FLUSH_SECONDS if within is None else within
+        if not done.wait(seconds):
+            _logger.warning(
+                "otel-loopguard: the service's telemetry was not flushed within %g s (is the "
+                "collector reachable?); what was left is dropped",
+                seconds,
+            )
 
 
-def _chosen(kind: str, environ: Mapping[str, str]) -> list[str]:
-    names = [
-        n.strip()
-        for n in environ.get(f"OTEL_{kind.upper()}_EXPORTER", "").split(",")
-        if n.strip() and n.strip() != "none"
-    ]
-    if not names and not environ.get(f"OTEL_{kind.upper()}_EXPORTER"):
-        endpoint = environ.get(f"OTEL_EXPORTER_OTLP_{kind.upper()}_ENDPOINT") or environ.get(
+_OTLP_BY_PROTOCOL = {"grpc": "otlp_proto_grpc", "http/protobuf": "otlp_proto_http"}
+"""The exporter ``otlp`` means for each ``OTEL_EXPORTER_OTLP_*PROTOCOL``, as the SDK's own set-up
+maps it (``http/json`` has no Python exporter)."""
+
+
+def exporter_names(kind: str, environ: Mapping[str, str]) -> list[str]:
+    """The exporters (entry-point names) for ``kind`` (``traces``, ``metrics``), as the SDK's
+    own set-up chooses them: ``OTEL_<KIND>_EXPORTER`` (``none``: none), else ``otlp`` where an
+    ``OTEL_EXPORTER_OTLP_*ENDPOINT`` is set; ``otlp`` is gRPC or HTTP as
+    ``OTEL_EXPORTER_OTLP_<KIND>_PROTOCOL``, else ``OTEL_EXPORTER_OTLP_PROTOCOL``, say (gRPC where
+    neither is set). An exporter named outright (``otlp_proto_http``) is used as named.
+
+    Raises :class:`ServiceError` for a protocol no installed OTLP exporter speaks."""
+    upper = kind.upper()
+    setting = environ.get(f"OTEL_{upper}_EXPORTER", "")
+    names = [n.strip() for n in setting.split(",") if n.strip() and n.strip() != "none"]
+    if not names and not setting.strip():
+        endpoint = environ.get(f"OTEL_EXPORTER_OTLP_{upper}_ENDPOINT") or environ.get(
             "OTEL_EXPORTER_OTLP_ENDPOINT"
         )
         if endpoint:
             names = ["otlp"]
-    return names
+    return [_otlp(name, kind, environ) if name == "otlp" else name for name in names]
+
+
+def _otlp(name: str, kind: str, environ: Mapping[str, str]) -> str:
+    variable = f"OTEL_EXPORTER_OTLP_{kind.upper()}_PROTOCOL"
+    protocol = environ.get(variable, "").strip()
+    if not protocol:
+        variable = "OTEL_EXPORTER_OTLP_PROTOCOL"
+        protocol = environ.get(variable, "").strip()
+    if not protocol:
+        return _OTLP_BY_PROTOCOL["grpc"]
+    if protocol not in _OTLP_BY_PROTOCOL:
+        raise ServiceError(
+            f"{variable}={protocol!r}: the installed OTLP exporters do not speak it; allowed: "
+            + ", ".join(_OTLP_BY_PROTOCOL)
+        )
+    return _OTLP_BY_PROTOCOL[protocol]
 
 
 def _loaded(group: str, name: str) -> Any:
@@ -84,7 +132,7 @@ def service_guard(
     environ = os.environ if environ is None else environ
     resource = Resource.create({"service.name": environ.get("OTEL_SERVICE_NAME") or service})
     readers: list[MetricReader] = []
-    for name in _chosen("metrics", environ):
+    for name in exporter_names("metrics", environ):
         made = _loaded("opentelemetry_metrics_exporter", name)()
         reader = made if isinstance(made, MetricReader) else PeriodicExportingMetricReader(made)
         readers.append(reader)
@@ -93,7 +141,7 @@ def service_guard(
     guard = LoopGuard(config, meter_provider, tracer_provider=tracer_provider)
     exporting = [
         BatchSpanProcessor(_loaded("opentelemetry_traces_exporter", name)())
-        for name in _chosen("traces", environ)
+        for name in exporter_names("traces", environ)
     ]
     downstream: SpanProcessor | None = exporting[0] if len(exporting) == 1 else None
     if len(exporting) > 1:

@@ -13,6 +13,7 @@ import anyio
 import uvicorn
 from mcp.server.stdio import stdio_server
 
+from ..cli.serve import check_bounds
 from ..config.loading import ConfigError
 from ._base import (
     BearerAuth,
@@ -24,6 +25,7 @@ from ._base import (
     read_token,
     require_token,
 )
+from ._connections import backlog, bounded_protocol, default_max_connections
 from ._telemetry import service_guard
 from .mcp_proxy import ProxyOptions, build_server, proxy_config
 from .mcp_upstream import Connect, Upstream, described, http_link, stdio_link
@@ -81,6 +83,7 @@ def _header(text: str) -> tuple[str, str]:
 async def _main(args: argparse.Namespace) -> None:
     upstream = _upstream(args)
     listen = parse_listen(args.listen) if args.listen else None
+    check_bounds(args)
     token = read_token(args.token_file)
     if listen is not None:
         require_token(listen, token)
@@ -103,7 +106,7 @@ async def _main(args: argparse.Namespace) -> None:
                 async with stdio_server() as (read, write):
                     await server.run(read, write, server.create_initialization_options())
             else:
-                await _serve_http(server, listen, token)
+                await _serve_http(server, listen, token, args)
         finally:
             await running.__aexit__(None, None, None)
     finally:
@@ -124,10 +127,19 @@ class _Announcing(uvicorn.Server):
             sys.stderr.flush()
 
 
-async def _serve_http(server: Any, listen: Listen, token: str | None) -> None:
+async def _serve_http(
+    server: Any, listen: Listen, token: str | None, args: argparse.Namespace
+) -> None:
     app = server.streamable_http_app(host=listen.host)
     guarded = BearerAuth(BodyLimit(app), token)
+    connections = args.max_connections or default_max_connections()
     config = uvicorn.Config(
-        guarded, host=listen.host, port=listen.port, log_level="warning", lifespan="on"
+        guarded,
+        host=listen.host,
+        port=listen.port,
+        http=bounded_protocol(connections, args.header_timeout),
+        backlog=backlog(connections),
+        log_level="warning",
+        lifespan="on",
     )
     await _Announcing(config, f"http://{listen}/mcp").serve()

@@ -28,6 +28,12 @@ from starlette.routing import Route
 
 from ..config.loading import ConfigSource
 from ._base import MAX_BODY_BYTES, ASGIApp, BearerAuth, BodyLimit, Listen, require_token
+from ._connections import (
+    DEFAULT_HEADER_TIMEOUT,
+    backlog,
+    bounded_protocol,
+    default_max_connections,
+)
 from ._telemetry import ServiceTelemetry, service_guard
 from .hooks import AGENTS, BlockAs, answer_hook
 from .verdicts import (
@@ -146,18 +152,25 @@ def serve(
     token: str | None,
     block_as: BlockAs = "deny",
     out: TextIO = sys.stdout,
+    max_connections: int | None = None,
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT,
 ) -> None:
-    """Run the service until interrupted; refuse to listen beyond loopback without a token."""
+    """Run the service until interrupted; refuse to listen beyond loopback without a token.
+    At most ``max_connections`` are open at once (default: :func:`default_max_connections`),
+    and a request's headers must arrive within ``header_timeout`` seconds (``_connections``)."""
     require_token(listen, token)
     # The guard's own warnings (a hook sending an empty token, a store that stopped answering)
     # on stderr: the library's logger has only a NullHandler.
     logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=sys.stderr)
     telemetry = service_guard(config, SERVICE_NAME)
     app = create_app(telemetry, token=token, block_as=block_as)
+    connections = max_connections or default_max_connections()
     settings = uvicorn.Config(
         app,
         host=listen.host,
         port=listen.port,
+        http=bounded_protocol(connections, header_timeout),
+        backlog=backlog(connections),
         lifespan="off",
         access_log=False,
         log_level="warning",
