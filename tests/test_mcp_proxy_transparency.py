@@ -12,6 +12,7 @@ import queue
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -65,7 +66,7 @@ class Wire:
     def receive(self) -> Any:
         return json.loads(self.lines.get(timeout=30))
 
-    def until(self, id_: Any) -> list[Any]:
+    def until(self, id_: Any, delay: float = 0.0) -> list[Any]:
         """Every message up to the answer to request ``id_``; the server's requests to the
         client answered from ``ANSWERS`` on the way."""
         seen = []
@@ -73,6 +74,7 @@ class Wire:
             message = self.receive()
             seen.append(message)
             if "method" in message and "id" in message:
+                time.sleep(delay)  # a user who takes their time
                 result = ANSWERS[message["method"]]
                 self.send({"jsonrpc": "2.0", "id": message["id"], "result": result})
             elif message.get("id") == id_ and "method" not in message:
@@ -261,3 +263,19 @@ def test_the_sdk_clients_view_of_the_server_is_the_same_direct_and_proxied(
             }
 
     assert anyio.run(seen, stdio_proxy(counter)) == anyio.run(seen, direct)
+
+
+def test_a_server_waiting_for_the_clients_answer_is_not_timed_out(tmp_path: Path) -> None:
+    """--timeout bounds the server's silence, not the user's time to answer an elicitation."""
+    with wire([*PROXY, "--timeout", "1", "--", *RAW], tmp_path) as w:
+        init = {
+            "protocolVersion": "2025-06-18",
+            "capabilities": CLIENT_CAPABILITIES,
+            "clientInfo": {"name": "c", "version": "1"},
+        }
+        w.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init})
+        w.until(0)
+        w.send(_call(1, "ask"))
+        answer = w.until(1, delay=1.5)[-1]
+    assert "isError" not in answer["result"], answer
+    assert "sampled" in answer["result"]["content"][0]["text"]

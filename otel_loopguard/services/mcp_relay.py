@@ -119,6 +119,8 @@ class Relay:
         self._initialize: dict[str, Any] | None = None
         self._initialized: dict[str, Any] | None = None
         self._protocol: str | None = None
+        self._asked: set[Any] = set()
+        """The ids of the server's requests the client has not answered yet."""
         self._tg: anyio.abc.TaskGroup | None = None
         self._write: Any = None
         self.started = False
@@ -174,6 +176,7 @@ class Relay:
                 self._cancel(message.get("params"))
             await self._forward_now(message)
         else:  # the client's answer to a request of the server
+            self._asked.discard(id_)
             await self._forward_now(message)
 
     def _cancel(self, params: Any) -> None:
@@ -263,6 +266,7 @@ class Relay:
         link.end(link.reason or f"the connection to {self.describe} closed")
 
     def _fail_waiting(self, link: Link) -> None:
+        self._asked.clear()  # that server waits for nothing any more
         for waiting in self._waiting.values():
             if waiting.link is link and not waiting.done.is_set():
                 waiting.failure = link.reason or "its connection closed"
@@ -270,7 +274,9 @@ class Relay:
 
     async def _from_server(self, item: SessionMessage) -> None:
         message = item.message.model_dump(by_alias=True, exclude_unset=True, mode="json")
-        if "method" not in message and message.get("id") in self._waiting:
+        if "method" in message and message.get("id") is not None:
+            self._asked.add(message["id"])
+        elif "method" not in message and message.get("id") in self._waiting:
             waiting = self._waiting[message["id"]]
             waiting.answer = message
             waiting.done.set()
@@ -286,8 +292,13 @@ class Relay:
         self._waiting[id_] = waiting
         try:
             await self._send(link, request)
-            with anyio.move_on_after(timeout if timeout is not None else float("inf")) as scope:
-                await waiting.done.wait()
+            while True:
+                with anyio.move_on_after(timeout if timeout is not None else float("inf")) as scope:
+                    await waiting.done.wait()
+                # A server waiting for the client (a sampling, an elicitation the user answers)
+                # is not a server that does not answer: its time starts again.
+                if not scope.cancelled_caught or not self._asked:
+                    break
             if scope.cancelled_caught:
                 reason = f"did not answer within {self.timeout:g} s (--timeout)"
                 link.end(f"{self.describe} {reason}")
