@@ -279,3 +279,28 @@ def test_a_server_waiting_for_the_clients_answer_is_not_timed_out(tmp_path: Path
         answer = w.until(1, delay=1.5)[-1]
     assert "isError" not in answer["result"], answer
     assert "sampled" in answer["result"]["content"][0]["text"]
+
+
+def test_a_batch_is_answered_in_one_array_where_the_protocol_has_batches(tmp_path: Path) -> None:
+    """MCP 2025-03-26 had JSON-RPC batches: each request's answer, in one array."""
+    with wire(_proxied(RAW), tmp_path) as w:
+        init = {
+            "protocolVersion": "2025-03-26",
+            "capabilities": {},
+            "clientInfo": {"name": "c", "version": "1"},
+        }
+        w.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init})
+        assert w.until(0)[-1]["result"]["protocolVersion"] == "2025-03-26"
+        w.send(
+            [
+                {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                _call(2, "read_file"),
+                {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            ]
+        )
+        answer = w.receive()
+    assert isinstance(answer, list)
+    assert sorted(a["id"] for a in answer) == [1, 2]
+    by_id = {a["id"]: a for a in answer}
+    assert by_id[1]["result"] == {}
+    assert by_id[2]["result"]["content"][0]["text"] == "the same contents"

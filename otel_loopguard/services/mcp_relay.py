@@ -12,8 +12,9 @@ outcome recorded after, a warning added to its result (after the last text part,
 When the server fails (a crash, no answer within ``--timeout``, an oversized message), the
 requests in flight are answered (a ``tools/call`` with ``isError`` naming what happened, any
 other with a JSON-RPC error) and the next request starts the server again, replaying the
-client's ``initialize`` and ``notifications/initialized`` to it. A JSON-RPC batch (no longer
-part of MCP since 2025-06-18) is answered with JSON-RPC's ``Invalid Request`` error.
+client's ``initialize`` and ``notifications/initialized`` to it. A JSON-RPC batch is answered
+in one array under MCP 2025-03-26 (the last version with batches), else with JSON-RPC's
+``Invalid Request`` error.
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ __all__ = ["Relay", "stdio_lines", "stdout_writer"]
 _logger = logging.getLogger("otel_loopguard")
 _INVALID_REQUEST = -32600
 _PARSE_ERROR = -32700
+_BATCHING = frozenset({"2025-03-26"})
+"""The MCP protocol versions with JSON-RPC batches."""
 _VERSION_META_KEY = "io.modelcontextprotocol/protocolVersion"
 """Where a request of MCP 2026-07-28 (no ``initialize``) names its protocol version."""
 
@@ -153,22 +156,28 @@ class Relay:
         except ValueError:
             await self._to_client(_error(None, _PARSE_ERROR, "Parse error"))
             return
+        if isinstance(message, list) and message and self._protocol in _BATCHING:
+            self._tg.start_soon(self._batch, message)
+            return
         if isinstance(message, list):
-            # Batches were removed from MCP in 2025-06-18: JSON-RPC's answer to a request
-            # that is no valid one.
-            await self._to_client(
-                _error(None, _INVALID_REQUEST, "Invalid Request: MCP has no JSON-RPC batches")
-            )
+            # No batches in MCP since 2025-06-18: JSON-RPC's answer to an invalid request.
+            text = "Invalid Request: no JSON-RPC batches in this MCP protocol version"
+            await self._to_client(_error(None, _INVALID_REQUEST, text))
             return
+        answer = await self._dispatch(message, self._reply, self._tg)
+        if answer is not None:
+            await self._to_client(answer)
+
+    async def _dispatch(
+        self, message: Any, reply: Any, tg: anyio.abc.TaskGroup
+    ) -> dict[str, Any] | None:
+        """One message of the client: a request is answered by ``reply`` (in a task of
+        ``tg``); a notification or answer goes on. What to answer at once, if anything."""
         if not isinstance(message, dict):
-            await self._to_client(_error(None, _INVALID_REQUEST, "Invalid Request"))
-            return
+            return _error(None, _INVALID_REQUEST, "Invalid Request")
         method, id_ = message.get("method"), message.get("id")
         if isinstance(method, str) and id_ is not None:
-            if method == "tools/call":
-                self._tg.start_soon(self._tools_call, message)
-            else:
-                self._tg.start_soon(self._request, message)
+            tg.start_soon(reply, message)
         elif isinstance(method, str):
             if method == "notifications/initialized":
                 self._initialized = message
@@ -178,6 +187,34 @@ class Relay:
         else:  # the client's answer to a request of the server
             self._asked.discard(id_)
             await self._forward_now(message)
+        return None
+
+    async def _answer(self, message: dict[str, Any]) -> dict[str, Any] | None:
+        if message.get("method") == "tools/call":
+            return await self._tools_call(message)
+        return await self._request(message)
+
+    async def _reply(self, message: dict[str, Any]) -> None:
+        answer = await self._answer(message)
+        if answer is not None:
+            await self._to_client(answer)
+
+    async def _batch(self, messages: list[Any]) -> None:
+        """A batch (MCP 2025-03-26): its requests answered together, in one array."""
+        answers: list[dict[str, Any]] = []
+
+        async def collect(message: dict[str, Any]) -> None:
+            answer = await self._answer(message)
+            if answer is not None:
+                answers.append(answer)
+
+        async with anyio.create_task_group() as tg:
+            for message in messages:
+                now = await self._dispatch(message, collect, tg)
+                if now is not None:
+                    answers.append(now)
+        if answers:
+            await self._to_client(answers)
 
     def _cancel(self, params: Any) -> None:
         """The client's cancellation: its request answers nothing (the server need not)."""
@@ -313,8 +350,9 @@ class Relay:
 
     # -- requests -----------------------------------------------------------------------------
 
-    async def _request(self, message: dict[str, Any]) -> None:
-        """Any request but ``tools/call``: the server's answer, as it came."""
+    async def _request(self, message: dict[str, Any]) -> dict[str, Any] | None:
+        """Any request but ``tools/call``: the server's answer, as it came (``None``: the
+        client cancelled it)."""
         id_ = message["id"]
         initialize = message.get("method") == "initialize"
         try:
@@ -323,29 +361,25 @@ class Relay:
                 link, message, timeout=START_TIMEOUT if initialize else self.timeout
             )
         except _Cancelled:
-            return
+            return None
         except _Failed as exc:
             code = types.REQUEST_TIMEOUT if exc.timeout else types.INTERNAL_ERROR
-            text = f"otel-loopguard mcp-proxy: {self.describe} {exc.reason}"
-            await self._to_client(_error(id_, code, text))
-            return
+            return _error(id_, code, f"otel-loopguard mcp-proxy: {self.describe} {exc.reason}")
         except Exception as exc:
             _logger.error("mcp-proxy: %s failed a request: %s", self.describe, described(exc))
             text = f"otel-loopguard mcp-proxy: {self.describe} failed"
-            await self._to_client(_error(id_, types.INTERNAL_ERROR, text))
-            return
+            return _error(id_, types.INTERNAL_ERROR, text)
         if initialize and isinstance(answer.get("result"), dict):
             self._initialize = message
             version = answer["result"].get("protocolVersion")
             self._protocol = version if isinstance(version, str) else None
-        await self._to_client(answer)
+        return answer
 
-    async def _tools_call(self, message: dict[str, Any]) -> None:
+    async def _tools_call(self, message: dict[str, Any]) -> dict[str, Any] | None:
         params = message.get("params")
         name = params.get("name") if isinstance(params, dict) else None
         if not isinstance(params, dict) or not isinstance(name, str):
-            await self._request(message)  # the server says what is wrong with it
-            return
+            return await self._request(message)  # the server says what is wrong with it
         arguments = params.get("arguments")
         arguments = arguments if isinstance(arguments, dict) else {}
         meta = params.get("_meta")
@@ -380,12 +414,12 @@ class Relay:
                 answer = await self._guarded(span, message, name, arguments, call_id, protocol)
             except _Cancelled:
                 self._proxy._failed(span, name, call_id, "cancelled", "cancelled")
-                return
+                return None
             except Exception as exc:
                 raised(span, exc, capture_content=self.options.capture_content)
                 _logger.error("mcp-proxy: tools/call %r failed: %s", name, described(exc))
                 answer = _error(id_, types.INTERNAL_ERROR, "otel-loopguard mcp-proxy failed")
-        await self._to_client(answer)
+        return answer
 
     async def _guarded(
         self,

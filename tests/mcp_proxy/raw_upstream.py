@@ -1,5 +1,5 @@
-"""An MCP server (protocol 2025-06-18) written as plain JSON-RPC lines, for the proxy's
-transparency tests: every field it sends is chosen here, fields MCP's SDKs do not model
+"""An MCP server (protocol 2025-06-18, or 2025-03-26 when asked) written as plain JSON-RPC
+lines, for the proxy's transparency tests: every field it sends is chosen here, fields MCP's SDKs do not model
 included, so a test sees whether the proxy passes them on untouched.
 
 Its tools: ``read_file`` (the same text, with ``structuredContent``); ``ask`` (asks the client
@@ -111,7 +111,9 @@ def main() -> None:
         if method == "initialize":
             _client.update(params)
             result: dict[str, Any] = {
-                "protocolVersion": "2025-06-18",
+                "protocolVersion": (
+                    "2025-03-26" if params.get("protocolVersion") == "2025-03-26" else "2025-06-18"
+                ),
                 "capabilities": CAPABILITIES,
                 "serverInfo": SERVER_INFO,
                 "instructions": "raw instructions",
