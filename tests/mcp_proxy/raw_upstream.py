@@ -1,6 +1,6 @@
 """An MCP server (protocol 2025-06-18, or 2025-03-26 when asked) written as plain JSON-RPC
-lines, for the proxy's transparency tests: every field it sends is chosen here, fields MCP's SDKs do not model
-included, so a test sees whether the proxy passes them on untouched.
+lines, for the proxy's transparency tests: every field it sends is chosen here, fields MCP's
+SDKs do not model included, so a test sees whether the proxy passes them on untouched.
 
 Its tools: ``read_file`` (the same text, with ``structuredContent``); ``ask`` (asks the client
 for a sampling, an elicitation and its roots, and answers what the client said); ``notify``
