@@ -8,6 +8,7 @@ the SDK's ``tests/mcp_proxy/upstream.py``."""
 from __future__ import annotations
 
 import json
+import os
 import queue
 import subprocess
 import sys
@@ -304,3 +305,31 @@ def test_a_batch_is_answered_in_one_array_where_the_protocol_has_batches(tmp_pat
     by_id = {a["id"]: a for a in answer}
     assert by_id[1]["result"] == {}
     assert by_id[2]["result"]["content"][0]["text"] == "the same contents"
+
+
+def test_the_typescript_sdk_clients_view_is_the_same_direct_and_proxied(tmp_path: Path) -> None:
+    from .test_mcp_proxy import _ts_sdk
+
+    sdk = _ts_sdk()
+    script = Path(__file__).resolve().parent / "mcp_proxy" / "ts_transparency.mjs"
+
+    def seen(command: list[str]) -> dict[str, Any]:
+        done = subprocess.run(
+            ["node", str(script), str(sdk), *command],
+            env={**os.environ, **environment(tmp_path / "ran")},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        value: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+        return value
+
+    direct, proxied = seen(RAW), seen(_proxied(RAW))
+    assert proxied == direct
+    assert proxied["requests"] == ["sampling/createMessage", "elicitation/create", "roots/list"]
+    assert proxied["tools"][0]["execution"] == {"taskSupport": "optional"}
+    assert sorted(proxied["notifications"]) == [
+        "notifications/message",
+        "notifications/tools/list_changed",
+    ]
