@@ -147,7 +147,12 @@ class Relay:
     async def _to_client(self, message: Any) -> None:
         data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
         async with self._send_lock:
-            await self._write(data)
+            try:
+                await self._write(data)
+            except OSError:  # the client has gone (a closed pipe): nothing is left to relay
+                _logger.warning("mcp-proxy: the client's connection closed; stopping")
+                if self._tg is not None:
+                    self._tg.cancel_scope.cancel()
 
     async def _from_client(self, line: bytes) -> None:
         assert self._tg is not None
