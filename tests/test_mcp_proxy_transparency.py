@@ -333,3 +333,22 @@ def test_the_typescript_sdk_clients_view_is_the_same_direct_and_proxied(tmp_path
         "notifications/message",
         "notifications/tools/list_changed",
     ]
+
+
+def test_the_sdk_path_puts_a_warning_in_structured_content_too() -> None:
+    """The in-process adapter and ``--listen`` warn through the SDK's models: the same rule."""
+    from mcp.types import CallToolResult
+
+    from otel_loopguard.integrations._mcp_results import WARNING_KEY, warned, with_warning
+
+    result = CallToolResult.model_validate(
+        {"content": [{"type": "text", "text": "t"}], "structuredContent": {"a": 1}}
+    )
+    out = with_warning(result, "WARNING: w")
+    assert out.content[0].text == "t\n\nWARNING: w"
+    assert out.structured_content == {"a": 1, WARNING_KEY: "WARNING: w"}
+    plain = warned({"content": [{"type": "image", "data": "x"}], "x-kept": 1}, "WARNING: w")
+    assert plain == {
+        "content": [{"type": "image", "data": "x"}, {"type": "text", "text": "WARNING: w"}],
+        "x-kept": 1,
+    }
