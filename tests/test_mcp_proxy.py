@@ -22,7 +22,7 @@ import anyio
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from .mcp_proxy.rig import PROXY, UPSTREAM, environment, listening, ran, stdio_proxy
+from .mcp_proxy.rig import PROXY, ROOT, UPSTREAM, environment, listening, ran, stdio_proxy
 from .otlp_receiver import OtlpReceiver
 from .redis_server import RedisServer, free_port
 
@@ -488,3 +488,28 @@ def test_warnings_to_model_false_leaves_the_result_as_the_server_gave_it(tmp_pat
     assert _text(results[10]) == "the same contents"  # warned (on the span), not told the model
     assert results[10].structured_content == {"result": "the same contents"}
     assert results[20].is_error  # the block still answers
+
+
+def test_a_stdio_client_relayed_to_an_http_upstream(tmp_path: Path) -> None:
+    counter = tmp_path / "ran"
+    env = environment(counter)
+    port = free_port()
+    upstream = [sys.executable, str(UPSTREAM), "--http", str(port)]
+    with listening(upstream, env, "Uvicorn running"):
+        from mcp import StdioServerParameters
+
+        proxy = StdioServerParameters(
+            command=PROXY[0],
+            args=[*PROXY[1:], "--upstream", f"http://127.0.0.1:{port}/mcp"],
+            env=env,
+            cwd=str(ROOT),
+        )
+
+        async def run() -> list[Any]:
+            async with Client(proxy) as client:
+                return await _calls(client, 21)
+
+        results = anyio.run(run)
+    assert "WARNING: read_file" in _text(results[10])
+    assert results[20].is_error
+    assert ran(counter, "read_file") == 20

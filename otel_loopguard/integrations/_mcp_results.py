@@ -16,7 +16,18 @@ from mcp.types import CallToolResult, TextContent
 from ..engine.identity.additions import SEPARATOR
 from ..tool import to_attribute
 
-__all__ = ["dump", "error_result", "outcome_of", "with_warning"]
+__all__ = [
+    "WARNING_KEY",
+    "dump",
+    "error_result",
+    "outcome_of",
+    "warned",
+    "with_warning",
+]
+
+WARNING_KEY = "loopguard/warning"
+"""The key a warning is put under in a result's ``structuredContent`` (an object): a client
+that reads only the structured result sees the warning too."""
 
 
 def dump(result: object) -> dict[str, Any] | None:
@@ -70,4 +81,32 @@ def with_warning(result: Any, message: str) -> Any:
             break
     else:
         parts.append(TextContent(type="text", text=message))
-    return copy(update={"content": parts})
+    update: dict[str, Any] = {"content": parts}
+    structured = getattr(result, "structured_content", None)
+    if isinstance(structured, dict):
+        update["structured_content"] = {**structured, WARNING_KEY: message}
+    return copy(update=update)
+
+
+def warned(result: dict[str, Any], message: str) -> dict[str, Any]:
+    """A ``tools/call`` result as JSON with ``message`` after its last text part (a new text
+    part when it has none) and, when it has a ``structuredContent`` object, under
+    :data:`WARNING_KEY` there; every other field as it was."""
+    content = result.get("content")
+    parts = list(content) if isinstance(content, list) else []
+    for index in range(len(parts) - 1, -1, -1):
+        part = parts[index]
+        if (
+            isinstance(part, dict)
+            and part.get("type") == "text"
+            and isinstance(part.get("text"), str)
+        ):
+            parts[index] = {**part, "text": f"{part['text']}{SEPARATOR}{message}"}
+            break
+    else:
+        parts.append({"type": "text", "text": message})
+    out = {**result, "content": parts}
+    structured = result.get("structuredContent")
+    if isinstance(structured, dict):
+        out["structuredContent"] = {**structured, WARNING_KEY: message}
+    return out

@@ -1,5 +1,8 @@
 """``otel-loopguard mcp-proxy``: the guard in front of any MCP server, for any MCP client.
 
+Over stdio the proxy is :mod:`.mcp_relay` (a message-level relay, which borrows the guarded
+call's telemetry from here); with ``--listen`` (streamable HTTP) it is this module's server.
+
 The proxy is an MCP server (MCP's own low-level ``Server``) whose every request is answered by
 the MCP server behind it (an MCP ``ClientSession``): lists, resources, prompts and completions
 pass through as the server answered them. Each ``tools/call`` is one tool call of the guard:

@@ -11,7 +11,6 @@ from typing import Any
 
 import anyio
 import uvicorn
-from mcp.server.stdio import stdio_server
 
 from ..cli.serve import check_bounds
 from ..config.loading import ConfigError
@@ -28,6 +27,7 @@ from ._base import (
 from ._connections import backlog, bounded_protocol, default_max_connections
 from ._telemetry import service_guard
 from .mcp_proxy import ProxyOptions, build_server, proxy_config
+from .mcp_relay import Relay, stdio_lines, stdout_writer
 from .mcp_upstream import Connect, Upstream, described, http_link, stdio_link
 
 __all__ = ["run"]
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _upstream(args: argparse.Namespace) -> Upstream:
+def _connection(args: argparse.Namespace) -> tuple[Connect, str]:
     command = list(args.command_line)
     if command[:1] == ["--"]:
         command = command[1:]
@@ -70,7 +70,7 @@ def _upstream(args: argparse.Namespace) -> Upstream:
             raise ServiceError(f"--upstream {url!r}: allowed: an http:// or https:// URL")
         headers = dict(_header(h) for h in args.upstream_header)
         connect, describe = (lambda: http_link(url, headers, limit)), f"the MCP server at {url}"
-    return Upstream(connect, args.timeout, describe)
+    return connect, describe
 
 
 def _header(text: str) -> tuple[str, str]:
@@ -81,7 +81,7 @@ def _header(text: str) -> tuple[str, str]:
 
 
 async def _main(args: argparse.Namespace) -> None:
-    upstream = _upstream(args)
+    connect, describe = _connection(args)
     listen = parse_listen(args.listen) if args.listen else None
     check_bounds(args)
     token = read_token(args.token_file)
@@ -95,6 +95,10 @@ async def _main(args: argparse.Namespace) -> None:
     )
     telemetry = service_guard(proxy_config(args.config), SERVICE)
     try:
+        if listen is None:
+            await _relay(Relay(connect, describe, args.timeout, telemetry.guard, options))
+            return
+        upstream = Upstream(connect, args.timeout, describe)
         try:
             running = upstream.running()
             await running.__aenter__()
@@ -102,15 +106,23 @@ async def _main(args: argparse.Namespace) -> None:
             raise ServiceError(f"{upstream.describe} did not start: {described(exc)}") from None
         try:
             server = build_server(upstream, telemetry.guard, options)
-            if listen is None:
-                async with stdio_server() as (read, write):
-                    await server.run(read, write, server.create_initialization_options())
-            else:
-                await _serve_http(server, listen, token, args)
+            await _serve_http(server, listen, token, args)
         finally:
             await running.__aexit__(None, None, None)
     finally:
         telemetry.shutdown()
+
+
+async def _relay(relay: Relay) -> None:
+    """The client over stdio, every message relayed (see :mod:`.mcp_relay`)."""
+    try:
+        await relay.run(stdio_lines(), stdout_writer())
+    except ServiceError:
+        raise
+    except Exception as exc:
+        if relay.started:
+            raise
+        raise ServiceError(f"{relay.describe} did not start: {described(exc)}") from None
 
 
 class _Announcing(uvicorn.Server):

@@ -1,0 +1,537 @@
+"""``otel-loopguard mcp-proxy`` over stdio: a message-level relay, invisible but for its verdicts.
+
+Every JSON-RPC message of the client goes to the MCP server as it came, and every message of
+the server to the client: ``initialize`` (the client's capabilities, the server's answer),
+lists with fields the proxy does not know, server requests (sampling, elicitation,
+``roots/list``) and their answers, notifications both ways (list changes, log messages,
+progress, cancellation). Only ``tools/call`` is read: checked by the guard before it is
+forwarded (a block answers ``isError`` with the guard's message and is not forwarded), its
+outcome recorded after, a warning added to its result (after the last text part, and under
+``loopguard/warning`` in a ``structuredContent`` object). Nothing else is added or rewritten.
+
+When the server fails (a crash, no answer within ``--timeout``, an oversized message), the
+requests in flight are answered (a ``tools/call`` with ``isError`` naming what happened, any
+other with a JSON-RPC error) and the next request starts the server again, replaying the
+client's ``initialize`` and ``notifications/initialized`` to it. A JSON-RPC batch is answered
+in one array under MCP 2025-03-26 (the last version with batches), else with JSON-RPC's
+``Invalid Request`` error.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import anyio
+import anyio.abc
+import mcp.types as types
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
+from mcp_types.methods import serialize_server_result
+from opentelemetry import trace
+
+from ..engine.identity.names import bounded
+from ..guard import LoopGuard
+from ..integrations._mcp_results import outcome_of, warned
+from ._telemetry import raised
+from .mcp_proxy import _ABORT_ERROR_CODE, ProxyOptions, _Proxy
+from .mcp_upstream import START_TIMEOUT, Connect, Link, described
+
+__all__ = ["Relay", "stdio_lines", "stdout_writer"]
+
+_logger = logging.getLogger("otel_loopguard")
+_INVALID_REQUEST = -32600
+_PARSE_ERROR = -32700
+_BATCHING = frozenset({"2025-03-26"})
+"""The MCP protocol versions with JSON-RPC batches."""
+_VERSION_META_KEY = "io.modelcontextprotocol/protocolVersion"
+"""Where a request of MCP 2026-07-28 (no ``initialize``) names its protocol version."""
+
+
+@dataclass(slots=True)
+class _Waiting:
+    """A request forwarded to the server, waiting for its answer."""
+
+    link: Link
+    done: anyio.Event = field(default_factory=anyio.Event)
+    answer: dict[str, Any] | None = None
+    failure: str | None = None
+    cancelled: bool = False
+
+
+class _Cancelled(Exception):
+    """The client cancelled the request: it gets no answer."""
+
+
+class _Failed(Exception):
+    """The server gave no answer: its connection ended (``timeout`` false) or it took too
+    long."""
+
+    def __init__(self, reason: str, *, timeout: bool) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.timeout = timeout
+
+
+def _error(id_: Any, code: int, message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": id_, "error": {"code": code, "message": message}}
+
+
+def _result(id_: Any, result: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": id_, "result": result}
+
+
+def _refusal(message: str, protocol: str | None) -> dict[str, Any]:
+    """The proxy's own ``isError`` result, shaped as the protocol version in use has it."""
+    data = {"content": [{"type": "text", "text": message}], "isError": True}
+    try:
+        return serialize_server_result(
+            "tools/call", protocol or "", {**data, "resultType": "complete"}
+        )
+    except (ValueError, KeyError):  # a version this SDK does not know: the oldest shape
+        return data
+
+
+class Relay:
+    """One client (over stdio) and the MCP server behind it."""
+
+    def __init__(
+        self,
+        connect: Connect,
+        describe: str,
+        timeout: float,
+        guard: LoopGuard,
+        options: ProxyOptions,
+    ) -> None:
+        self._connect = connect
+        self.describe = describe
+        self.timeout = timeout
+        self.guard = guard
+        self.options = options
+        self._proxy = _Proxy(cast(Any, None), guard, options)
+        self._link: Link | None = None
+        self._lock = anyio.Lock()
+        self._send_lock = anyio.Lock()
+        self._waiting: dict[Any, _Waiting] = {}
+        self._initialize: dict[str, Any] | None = None
+        self._initialized: dict[str, Any] | None = None
+        self._protocol: str | None = None
+        self._asked: set[Any] = set()
+        """The ids of the server's requests the client has not answered yet."""
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._write: Any = None
+        self.started = False
+        """Whether the server has started once (else a failure is the proxy's start's)."""
+
+    # -- running ------------------------------------------------------------------------------
+
+    async def run(self, lines: AsyncIterator[bytes], write: Any) -> None:
+        """Relay until the client's input ends. The server is started first: one that cannot
+        start raises (the proxy exits 2)."""
+        self._write = write
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            await self._ensure(replay=False)
+            self.started = True
+            async for line in lines:
+                if line.strip():
+                    await self._from_client(line)
+            tg.cancel_scope.cancel()
+
+    async def _to_client(self, message: Any) -> None:
+        data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        async with self._send_lock:
+            try:
+                await self._write(data)
+            except OSError:  # the client has gone (a closed pipe): nothing is left to relay
+                _logger.warning("mcp-proxy: the client's connection closed; stopping")
+                if self._tg is not None:
+                    self._tg.cancel_scope.cancel()
+
+    async def _from_client(self, line: bytes) -> None:
+        assert self._tg is not None
+        try:
+            message = json.loads(line)
+        except ValueError:
+            await self._to_client(_error(None, _PARSE_ERROR, "Parse error"))
+            return
+        if isinstance(message, list) and message and self._protocol in _BATCHING:
+            self._tg.start_soon(self._batch, message)
+            return
+        if isinstance(message, list):
+            # No batches in MCP since 2025-06-18: JSON-RPC's answer to an invalid request.
+            text = "Invalid Request: no JSON-RPC batches in this MCP protocol version"
+            await self._to_client(_error(None, _INVALID_REQUEST, text))
+            return
+        answer = await self._dispatch(message, self._reply, self._tg)
+        if answer is not None:
+            await self._to_client(answer)
+
+    async def _dispatch(
+        self, message: Any, reply: Any, tg: anyio.abc.TaskGroup
+    ) -> dict[str, Any] | None:
+        """One message of the client: a request is answered by ``reply`` (in a task of
+        ``tg``); a notification or answer goes on. What to answer at once, if anything."""
+        if not isinstance(message, dict):
+            return _error(None, _INVALID_REQUEST, "Invalid Request")
+        method, id_ = message.get("method"), message.get("id")
+        if isinstance(method, str) and id_ is not None:
+            tg.start_soon(reply, message)
+        elif isinstance(method, str):
+            if method == "notifications/initialized":
+                self._initialized = message
+            elif method == "notifications/cancelled":
+                self._cancel(message.get("params"))
+            await self._forward_now(message)
+        else:  # the client's answer to a request of the server
+            self._asked.discard(id_)
+            await self._forward_now(message)
+        return None
+
+    async def _answer(self, message: dict[str, Any]) -> dict[str, Any] | None:
+        if message.get("method") == "tools/call":
+            return await self._tools_call(message)
+        return await self._request(message)
+
+    async def _reply(self, message: dict[str, Any]) -> None:
+        answer = await self._answer(message)
+        if answer is not None:
+            await self._to_client(answer)
+
+    async def _batch(self, messages: list[Any]) -> None:
+        """A batch (MCP 2025-03-26): its requests answered together, in one array."""
+        answers: list[dict[str, Any]] = []
+
+        async def collect(message: dict[str, Any]) -> None:
+            answer = await self._answer(message)
+            if answer is not None:
+                answers.append(answer)
+
+        async with anyio.create_task_group() as tg:
+            for message in messages:
+                now = await self._dispatch(message, collect, tg)
+                if now is not None:
+                    answers.append(now)
+        if answers:
+            await self._to_client(answers)
+
+    def _cancel(self, params: Any) -> None:
+        """The client's cancellation: its request answers nothing (the server need not)."""
+        id_ = params.get("requestId") if isinstance(params, dict) else None
+        waiting = self._waiting.get(id_) if id_ is not None else None
+        if waiting is not None and not waiting.done.is_set():
+            waiting.cancelled = True
+            waiting.done.set()
+
+    async def _forward_now(self, message: dict[str, Any]) -> None:
+        """A notification or answer: to the server's connection when there is one (a server
+        that has since restarted did not ask)."""
+        link = self._link
+        if link is None or link.closed.is_set():
+            return
+        await self._send(link, message)
+
+    async def _send(self, link: Link, message: dict[str, Any]) -> None:
+        try:
+            parsed = types.jsonrpc_message_adapter.validate_python(message, by_name=False)
+        except ValueError:
+            if message.get("method") and message.get("id") is not None:
+                raise
+            _logger.warning("mcp-proxy: the client sent a message that is no JSON-RPC; dropped")
+            return
+        try:
+            await link.write.send(SessionMessage(parsed))
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            link.end(link.reason or f"the connection to {self.describe} closed")
+
+    # -- the server's connection --------------------------------------------------------------
+
+    async def _ensure(self, *, replay: bool = True) -> Link:
+        """A live connection to the server, made (and initialized as the client did) when
+        there is none."""
+        async with self._lock:
+            link = self._link
+            if link is not None and not link.closed.is_set():
+                return link
+            assert self._tg is not None
+            link = cast(Link, await self._tg.start(self._serve))
+            if replay and self._initialize is not None:
+                request = {**self._initialize, "id": f"otel-loopguard-{uuid.uuid4().hex}"}
+                with anyio.fail_after(START_TIMEOUT):
+                    await self._exchange(link, request, timeout=None)
+                if self._initialized is not None:
+                    await self._send(link, self._initialized)
+            return link
+
+    async def _serve(self, *, task_status: anyio.abc.TaskStatus[Link]) -> None:
+        started = False
+        mine: Link | None = None
+        try:
+            async with self._connect() as link:
+                self._link = mine = link
+                started = True
+                task_status.started(link)
+                async with anyio.create_task_group() as inner:
+                    inner.start_soon(self._read, link)
+                    await link.closed.wait()  # its end, or the proxy's (no answer in time)
+                    inner.cancel_scope.cancel()
+                self._fail_waiting(link)
+                _logger.error("mcp-proxy: %s; it starts again at the next call", link.reason)
+        except Exception as exc:
+            if not started:
+                raise
+            _logger.error(
+                "mcp-proxy: the connection to %s failed: %s", self.describe, described(exc)
+            )
+        finally:
+            if mine is not None:  # this connection's, never a later one's
+                mine.end(mine.reason or f"the connection to {self.describe} closed")
+                self._fail_waiting(mine)
+
+    async def _read(self, link: Link) -> None:
+        try:
+            async for item in link.read:
+                if isinstance(item, Exception):
+                    _logger.warning(
+                        "mcp-proxy: %s sent no valid message: %s", self.describe, described(item)
+                    )
+                    continue
+                await self._from_server(item)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
+            pass
+        link.end(link.reason or f"the connection to {self.describe} closed")
+
+    def _fail_waiting(self, link: Link) -> None:
+        self._asked.clear()  # that server waits for nothing any more
+        for waiting in self._waiting.values():
+            if waiting.link is link and not waiting.done.is_set():
+                waiting.failure = link.reason or "its connection closed"
+                waiting.done.set()
+
+    async def _from_server(self, item: SessionMessage) -> None:
+        message = item.message.model_dump(by_alias=True, exclude_unset=True, mode="json")
+        if "method" in message and message.get("id") is not None:
+            self._asked.add(message["id"])
+        elif "method" not in message and message.get("id") in self._waiting:
+            waiting = self._waiting[message["id"]]
+            waiting.answer = message
+            waiting.done.set()
+            return
+        await self._to_client(message)
+
+    async def _exchange(
+        self, link: Link, request: dict[str, Any], *, timeout: float | None
+    ) -> dict[str, Any]:
+        """The server's answer to ``request`` (sent on ``link``)."""
+        id_ = request["id"]
+        waiting = _Waiting(link)
+        self._waiting[id_] = waiting
+        try:
+            await self._send(link, request)
+            while True:
+                with anyio.move_on_after(timeout if timeout is not None else float("inf")) as scope:
+                    await waiting.done.wait()
+                # A server waiting for the client (a sampling, an elicitation the user answers)
+                # is not a server that does not answer: its time starts again.
+                if not scope.cancelled_caught or not self._asked:
+                    break
+            if scope.cancelled_caught:
+                reason = f"did not answer within {self.timeout:g} s (--timeout)"
+                link.end(f"{self.describe} {reason}")
+                raise _Failed(reason, timeout=True)
+            if waiting.cancelled:
+                raise _Cancelled
+            if waiting.answer is None:
+                raise _Failed(f"failed: {waiting.failure}", timeout=False)
+            return waiting.answer
+        finally:
+            self._waiting.pop(id_, None)
+
+    # -- requests -----------------------------------------------------------------------------
+
+    async def _request(self, message: dict[str, Any]) -> dict[str, Any] | None:
+        """Any request but ``tools/call``: the server's answer, as it came (``None``: the
+        client cancelled it)."""
+        id_ = message["id"]
+        initialize = message.get("method") == "initialize"
+        try:
+            link = await self._ensure(replay=not initialize)
+            answer = await self._exchange(
+                link, message, timeout=START_TIMEOUT if initialize else self.timeout
+            )
+        except _Cancelled:
+            return None
+        except _Failed as exc:
+            code = types.REQUEST_TIMEOUT if exc.timeout else types.INTERNAL_ERROR
+            return _error(id_, code, f"otel-loopguard mcp-proxy: {self.describe} {exc.reason}")
+        except Exception as exc:
+            _logger.error("mcp-proxy: %s failed a request: %s", self.describe, described(exc))
+            text = f"otel-loopguard mcp-proxy: {self.describe} failed"
+            return _error(id_, types.INTERNAL_ERROR, text)
+        if initialize and isinstance(answer.get("result"), dict):
+            self._initialize = message
+            version = answer["result"].get("protocolVersion")
+            self._protocol = version if isinstance(version, str) else None
+        return answer
+
+    async def _tools_call(self, message: dict[str, Any]) -> dict[str, Any] | None:
+        params = message.get("params")
+        name = params.get("name") if isinstance(params, dict) else None
+        if not isinstance(params, dict) or not isinstance(name, str):
+            return await self._request(message)  # the server says what is wrong with it
+        arguments = params.get("arguments")
+        arguments = arguments if isinstance(arguments, dict) else {}
+        meta = params.get("_meta")
+        meta = dict(meta) if isinstance(meta, dict) else {}
+        id_ = message["id"]
+        version = meta.get(_VERSION_META_KEY)
+        protocol = version if isinstance(version, str) else self._protocol
+        connection = self._proxy.connections.of(None)
+        call_id = bounded(f"{connection}:{id_}")
+        parent, attributes = self._proxy._placement(meta, connection, None)
+        attributes.update(
+            {
+                "mcp.method.name": "tools/call",
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": name,
+                "gen_ai.tool.call.id": call_id,
+                "jsonrpc.request.id": bounded(str(id_)),
+                "network.transport": self.options.transport,
+            }
+        )
+        if protocol is not None:
+            attributes["mcp.protocol.version"] = protocol
+        with self._proxy.tracer.start_as_current_span(
+            f"tools/call {name}",
+            context=parent,
+            kind=trace.SpanKind.SERVER,
+            attributes=attributes,
+            record_exception=False,
+            set_status_on_exception=False,
+        ) as span:
+            try:
+                answer = await self._guarded(span, message, name, arguments, call_id, protocol)
+            except _Cancelled:
+                self._proxy._failed(span, name, call_id, "cancelled", "cancelled")
+                return None
+            except Exception as exc:
+                raised(span, exc, capture_content=self.options.capture_content)
+                _logger.error("mcp-proxy: tools/call %r failed: %s", name, described(exc))
+                answer = _error(id_, types.INTERNAL_ERROR, "otel-loopguard mcp-proxy failed")
+        return answer
+
+    async def _guarded(
+        self,
+        span: trace.Span,
+        message: dict[str, Any],
+        name: str,
+        arguments: dict[str, Any],
+        call_id: str,
+        protocol: str | None,
+    ) -> dict[str, Any]:
+        id_ = message["id"]
+        try:
+            verdict = self.guard.check(name, arguments, call_id=call_id)
+        except ValueError as exc:
+            return _error(id_, types.INVALID_PARAMS, f"tools/call: {exc}")
+        if verdict.blocked:
+            if verdict.aborted and self.options.abort_as_error:
+                return _error(id_, _ABORT_ERROR_CODE, verdict.message)
+            return _result(id_, _refusal(verdict.message, protocol))
+        if self.options.capture_content:
+            from ..tool import to_attribute
+
+            span.set_attribute("gen_ai.tool.call.arguments", to_attribute(arguments))
+        started = time.time()
+        try:
+            answer = await self._call(span, message, name, call_id, protocol)
+        finally:
+            self.guard.runtime.ran(started, time.time())
+        result = answer.get("result")
+        if (
+            isinstance(result, dict)
+            and verdict.level == "warning"
+            and self.guard.runtime.config_for_current().warnings_to_model
+        ):
+            answer = {**answer, "result": warned(result, verdict.message)}
+        return answer
+
+    async def _call(
+        self,
+        span: trace.Span,
+        message: dict[str, Any],
+        name: str,
+        call_id: str,
+        protocol: str | None,
+    ) -> dict[str, Any]:
+        """The server's answer, its outcome recorded; a failure of the server itself is
+        answered ``isError`` with what happened."""
+        id_ = message["id"]
+        proxy = self._proxy
+        try:
+            link = await self._ensure()
+            answer = await self._exchange(link, message, timeout=self.timeout)
+        except _Failed as exc:
+            text = (
+                f"otel-loopguard mcp-proxy: {self.describe} {exc.reason}. The call was not "
+                "completed; the proxy starts the server again at the next call."
+            )
+            proxy._failed(span, name, call_id, text, "upstream_unavailable")
+            return _result(id_, _refusal(text, protocol))
+        except Exception as exc:  # a server that won't start again
+            text = (
+                f"otel-loopguard mcp-proxy: {self.describe} gave no valid answer to "
+                f"tools/call {name!r} ({type(exc).__name__})"
+            )
+            _logger.error("%s: %s", text, described(exc))
+            proxy._failed(span, name, call_id, text, "upstream_invalid")
+            return _result(id_, _refusal(text, protocol))
+        error = answer.get("error")
+        if isinstance(error, dict):
+            # The server's own JSON-RPC error: a failed call, passed on as it came.
+            text = str(error.get("message") or "error")
+            code = error.get("code")
+            proxy._failed(span, name, call_id, text, "jsonrpc_error")
+            raised(
+                span,
+                MCPError(code if isinstance(code, int) else types.INTERNAL_ERROR, text),
+                capture_content=self.options.capture_content,
+            )
+            return answer
+        result = answer.get("result")
+        if not isinstance(result, dict):
+            text = f"otel-loopguard mcp-proxy: tools/call {name!r}: an unexpected result"
+            proxy._failed(span, name, call_id, text, "upstream_invalid")
+            return _result(id_, _refusal(text, protocol))
+        recorded, failure = outcome_of(result)
+        self.guard.record_result(name, recorded, call_id=call_id, error=failure)
+        if self.options.capture_content:
+            span.set_attribute("gen_ai.tool.call.result", recorded)
+        if failure is not None:
+            span.set_attribute("error.type", "tool_error")
+            shown = failure if self.options.capture_content else None
+            span.set_status(trace.Status(trace.StatusCode.ERROR, shown))
+        return answer
+
+
+async def stdio_lines() -> AsyncIterator[bytes]:
+    """The proxy's stdin, a line at a time."""
+    stdin = anyio.wrap_file(sys.stdin.buffer)
+    async for line in stdin:
+        yield line
+
+
+def stdout_writer() -> Any:
+    stdout = anyio.wrap_file(sys.stdout.buffer)
+
+    async def write(data: bytes) -> None:
+        await stdout.write(data)
+        await stdout.flush()
+
+    return write
