@@ -123,6 +123,7 @@ class Relay:
         self._initialized: dict[str, Any] | None = None
         self._protocol: str | None = None
         self._asked: set[Any] = set()
+        self._answered = 0  # the client's answers to the server's requests, so far
         """The ids of the server's requests the client has not answered yet."""
         self._tg: anyio.abc.TaskGroup | None = None
         self._write: Any = None
@@ -191,6 +192,7 @@ class Relay:
             await self._forward_now(message)
         else:  # the client's answer to a request of the server
             self._asked.discard(id_)
+            self._answered += 1
             await self._forward_now(message)
         return None
 
@@ -335,11 +337,13 @@ class Relay:
         try:
             await self._send(link, request)
             while True:
+                answered = self._answered
                 with anyio.move_on_after(timeout if timeout is not None else float("inf")) as scope:
                     await waiting.done.wait()
-                # A server waiting for the client (a sampling, an elicitation the user answers)
-                # is not a server that does not answer: its time starts again.
-                if not scope.cancelled_caught or not self._asked:
+                # A server waiting for the client (a sampling, an elicitation the user answers),
+                # or one the client answered meanwhile, is not a server that does not answer:
+                # its time starts again.
+                if not scope.cancelled_caught or not (self._asked or self._answered != answered):
                     break
             if scope.cancelled_caught:
                 reason = f"did not answer within {self.timeout:g} s (--timeout)"
