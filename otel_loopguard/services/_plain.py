@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import MutableMapping
-from pathlib import Path
 
 __all__ = [
     "ENV_TOKEN",
@@ -50,7 +49,7 @@ def read_token(
     environ = os.environ if environ is None else environ
     if token_file:
         try:
-            with Path(token_file).open("rb") as f:
+            with open(token_file, "rb") as f:
                 raw = f.read(4096)
         except OSError as exc:
             raise ServiceError(f"--token-file {token_file}: {exc.strerror or exc}") from None

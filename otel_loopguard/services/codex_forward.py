@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, BinaryIO, Literal, TextIO
 
@@ -33,22 +31,38 @@ class Unanswered(Exception):
 
 
 def posted(server: str, payload: bytes, token: str | None, timeout: float) -> bytes:
-    """``payload`` posted to ``server``'s Codex hook route; the answer's body."""
+    """``payload`` posted to ``server``'s Codex hook route; the answer's body.
+
+    With :mod:`http.client`, not :mod:`urllib.request` (which costs its imports on every call):
+    no redirect is followed and no ``*_proxy`` variable is read; a service's URL is its own."""
+    import http.client
+    from urllib.parse import urlsplit
+
     url = f"{server.rstrip('/')}{HOOK_ROUTE}"
     if not url.startswith(("http://", "https://")):
         raise Unanswered(f"--server {server!r}: not an http:// or https:// URL")
     headers = {"content-type": "application/json"}
     if token is not None:
         headers["authorization"] = f"Bearer {token}"
-    request = urllib.request.Request(url, data=payload, headers=headers, method="POST")
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            return bytes(response.read(MAX_BODY_BYTES))
-    except urllib.error.HTTPError as exc:
-        detail = exc.read(4096).decode("utf-8", "replace")
-        raise Unanswered(f"{url} answered {exc.code}: {detail}") from None
-    except (OSError, ValueError) as exc:
-        raise Unanswered(f"cannot reach {url}: {getattr(exc, 'reason', None) or exc}") from None
+        parts = urlsplit(url)
+        kind = (
+            http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        )
+        connection = kind(parts.netloc, timeout=timeout)
+        try:
+            path = parts.path + (f"?{parts.query}" if parts.query else "")
+            connection.request("POST", path, body=payload, headers=headers)
+            response = connection.getresponse()
+            body = response.read(MAX_BODY_BYTES)
+        finally:
+            connection.close()
+    except (OSError, ValueError, http.client.HTTPException) as exc:
+        raise Unanswered(f"cannot reach {url}: {exc or type(exc).__name__}") from None
+    if not 200 <= response.status < 300:
+        detail = body[:4096].decode("utf-8", "replace")
+        raise Unanswered(f"{url} answered {response.status}: {detail}")
+    return bytes(body)
 
 
 def read_payload(stdin: BinaryIO) -> bytes:
