@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from ..config.loading import ConfigError, load_config
 from ..recorded.otlp_file import OtlpFileError, OtlpJsonFileExporter
-from . import mcp_proxy, replay, serve, validate
+from . import doctor, mcp_proxy, replay, serve, validate
 from .demo import DEMO_CONFIG, SCENARIOS, run_scenario
 
 if TYPE_CHECKING:
@@ -134,6 +134,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     replay.add_parser(commands)
     serve.add_parsers(commands)
+    doctor.add_parser(commands)
     mcp_proxy.add_parser(commands)
     return parser
 
