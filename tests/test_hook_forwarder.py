@@ -5,12 +5,15 @@ Held by what the process has imported once it has answered, not by a timing (tha
 
 from __future__ import annotations
 
+import http.server
 import json
 import subprocess
 import sys
+import threading
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -102,3 +105,62 @@ def test_without_a_server_the_full_command_runs() -> None:
     assert result.returncode == 1
     assert "--server URL" in result.stderr
     assert any(m.startswith("otel_loopguard.cli.commands") for m in modules)
+
+
+class _Answering(http.server.BaseHTTPRequestHandler):
+    """Answers as a server other than uvicorn may: chunked, or a status with a body."""
+
+    protocol_version = "HTTP/1.1"
+    received: ClassVar[list[tuple[str, dict[str, str], bytes]]] = []
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["content-length"]))
+        self.received.append((self.path, dict(self.headers.items()), body))
+        if self.path.startswith("/chunked"):
+            self.send_response(200)
+            self.send_header("transfer-encoding", "chunked")
+            self.end_headers()
+            answer = b'{"hookSpecificOutput": {"permissionDecision": "ask", "x": "y"}}'
+            for part in (answer[:10], answer[10:]):
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+            self.wfile.write(b"0\r\n\r\n")
+        else:
+            self.send_response(404)
+            self.send_header("content-length", "9")
+            self.end_headers()
+            self.wfile.write(b"not found")
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def answering() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Answering)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_forwarder_reads_a_chunked_answer_and_sends_the_token(answering: str) -> None:
+    from otel_loopguard.services.codex_forward import as_codex_takes, posted, server_answer
+
+    token = "a-token-for-the-tests-0123456789"
+    raw = posted(answering + "/chunked", b'{"a": 1}', token, 5.0)
+    answer = as_codex_takes(server_answer(raw))
+    assert answer == {"hookSpecificOutput": {"permissionDecision": "deny", "x": "y"}}
+    path, headers, body = _Answering.received[-1]
+    assert (path, body) == ("/chunked/v1/hooks/codex", b'{"a": 1}')
+    assert headers["authorization"] == f"Bearer {token}"
+    assert headers["content-type"] == "application/json"
+
+
+def test_the_forwarder_says_the_status_and_body_of_a_refusal(answering: str) -> None:
+    from otel_loopguard.services.codex_forward import Unanswered, posted
+
+    with pytest.raises(Unanswered, match=r"/v1/hooks/codex answered 404: not found"):
+        posted(answering, b"{}", None, 5.0)

@@ -33,9 +33,10 @@ class Unanswered(Exception):
 def posted(server: str, payload: bytes, token: str | None, timeout: float) -> bytes:
     """``payload`` posted to ``server``'s Codex hook route; the answer's body.
 
-    With :mod:`http.client`, not :mod:`urllib.request` (which costs its imports on every call):
-    no redirect is followed and no ``*_proxy`` variable is read; a service's URL is its own."""
-    import http.client
+    An ``http://`` server is asked over a plain socket (one ``POST``, ``Connection: close``), an
+    ``https://`` one with :mod:`http.client`: :mod:`urllib.request` and :mod:`http.client` cost
+    their imports (``email``, ``ssl``) on every call. No redirect is followed and no
+    ``*_proxy`` variable is read: a service's URL is its own."""
     from urllib.parse import urlsplit
 
     url = f"{server.rstrip('/')}{HOOK_ROUTE}"
@@ -46,23 +47,98 @@ def posted(server: str, payload: bytes, token: str | None, timeout: float) -> by
         headers["authorization"] = f"Bearer {token}"
     try:
         parts = urlsplit(url)
-        kind = (
-            http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-        )
-        connection = kind(parts.netloc, timeout=timeout)
-        try:
-            path = parts.path + (f"?{parts.query}" if parts.query else "")
-            connection.request("POST", path, body=payload, headers=headers)
-            response = connection.getresponse()
-            body = response.read(MAX_BODY_BYTES)
-        finally:
-            connection.close()
-    except (OSError, ValueError, http.client.HTTPException) as exc:
+        path = parts.path + (f"?{parts.query}" if parts.query else "")
+        if parts.scheme == "https":
+            status, body = _over_tls(parts.netloc, path, payload, headers, timeout)
+        else:
+            status, body = _over_http(
+                parts.hostname or "",
+                parts.port or 80,
+                parts.netloc,
+                path,
+                payload,
+                headers,
+                timeout,
+            )
+    except (OSError, ValueError) as exc:
         raise Unanswered(f"cannot reach {url}: {exc or type(exc).__name__}") from None
-    if not 200 <= response.status < 300:
+    if not 200 <= status < 300:
         detail = body[:4096].decode("utf-8", "replace")
-        raise Unanswered(f"{url} answered {response.status}: {detail}")
-    return bytes(body)
+        raise Unanswered(f"{url} answered {status}: {detail}")
+    return body
+
+
+def _over_tls(
+    netloc: str, path: str, payload: bytes, headers: dict[str, str], timeout: float
+) -> tuple[int, bytes]:
+    import http.client
+
+    connection = http.client.HTTPSConnection(netloc, timeout=timeout)
+    try:
+        connection.request("POST", path, body=payload, headers=headers)
+        response = connection.getresponse()
+        return response.status, bytes(response.read(MAX_BODY_BYTES))
+    except http.client.HTTPException as exc:
+        raise ValueError(f"not an HTTP answer ({type(exc).__name__}: {exc})") from None
+    finally:
+        connection.close()
+
+
+_ANSWER_HEAD_BYTES = 64 * 1024
+
+
+def _over_http(
+    host: str,
+    port: int,
+    netloc: str,
+    path: str,
+    payload: bytes,
+    headers: dict[str, str],
+    timeout: float,
+) -> tuple[int, bytes]:
+    """One HTTP/1.1 ``POST`` on its own connection: the answer's status and body."""
+    import socket
+
+    request = [f"POST {path or '/'} HTTP/1.1", f"host: {netloc}", "connection: close"]
+    request += [f"{name}: {value}" for name, value in headers.items()]
+    request.append(f"content-length: {len(payload)}")
+    # The host as bytes: a str host is encoded by the idna codec, an import of its own.
+    address = host.encode("ascii") if host.isascii() else host
+    with socket.create_connection((address, port), timeout=timeout) as sock:  # type: ignore[arg-type]
+        sock.sendall("\r\n".join(request).encode("latin-1") + b"\r\n\r\n" + payload)
+        received = bytearray()
+        limit = MAX_BODY_BYTES + _ANSWER_HEAD_BYTES
+        while len(received) <= limit:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            received += chunk
+    head, sep, body = bytes(received).partition(b"\r\n\r\n")
+    status_line, *header_lines = head.split(b"\r\n")
+    words = status_line.split(None, 2)
+    if not sep or len(words) < 2 or not words[0].startswith(b"HTTP/") or not words[1].isdigit():
+        raise ValueError("not an HTTP answer")
+    fields = {}
+    for line in header_lines:
+        name, _, value = line.partition(b":")
+        fields[name.strip().lower()] = value.strip()
+    if fields.get(b"transfer-encoding", b"").lower() == b"chunked":
+        body = _dechunked(body)
+    elif fields.get(b"content-length", b"").isdigit():
+        body = body[: int(fields[b"content-length"])]
+    return int(words[1]), body[:MAX_BODY_BYTES]
+
+
+def _dechunked(raw: bytes) -> bytes:
+    out = bytearray()
+    while raw:
+        size_line, sep, raw = raw.partition(b"\r\n")
+        size = int(size_line.split(b";", 1)[0].strip() or b"0", 16)
+        if not sep or size == 0:
+            break
+        out += raw[:size]
+        raw = raw[size + 2 :]
+    return bytes(out)
 
 
 def read_payload(stdin: BinaryIO) -> bytes:
