@@ -3,15 +3,19 @@
 import logging
 from typing import TYPE_CHECKING, Any
 
-from .config.environment import ConfigWarning
-from .config.loading import ConfigError, load_config
-from .config.model import LoopDetectionConfig, LoopGuardConfig
-from .engine.state.store import InMemoryStore, Store, StoreStats
-from .engine.verdict import CompactionLoopPersisted, LoopGuardError, ToolLoopBlocked, Verdict
-from .guard import LoopGuard
-from .processor import LoopGuardSpanProcessor
-
 if TYPE_CHECKING:
+    from .config.environment import ConfigWarning
+    from .config.loading import ConfigError, load_config
+    from .config.model import LoopDetectionConfig, LoopGuardConfig
+    from .engine.state.store import InMemoryStore, Store, StoreStats
+    from .engine.verdict import (
+        CompactionLoopPersisted,
+        LoopGuardError,
+        ToolLoopBlocked,
+        Verdict,
+    )
+    from .guard import LoopGuard
+    from .processor import LoopGuardSpanProcessor
     from .stores.redis import RedisStore
 
 # A library logs, the application decides where to: no output unless logging is configured.
@@ -36,11 +40,39 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    # RedisStore is imported when first named: most applications never load the shared store
-    # (nor its codec), and an import is paid for by every process that imports us.
-    if name == "RedisStore":
-        from .stores.redis import RedisStore
+_WHERE = {
+    "CompactionLoopPersisted": ".engine.verdict",
+    "ConfigError": ".config.loading",
+    "ConfigWarning": ".config.environment",
+    "InMemoryStore": ".engine.state.store",
+    "LoopDetectionConfig": ".config.model",
+    "LoopGuard": ".guard",
+    "LoopGuardConfig": ".config.model",
+    "LoopGuardError": ".engine.verdict",
+    "LoopGuardSpanProcessor": ".processor",
+    "RedisStore": ".stores.redis",
+    "Store": ".engine.state.store",
+    "StoreStats": ".engine.state.store",
+    "ToolLoopBlocked": ".engine.verdict",
+    "Verdict": ".engine.verdict",
+    "load_config": ".config.loading",
+}
 
-        return RedisStore
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+def __getattr__(name: str) -> Any:
+    # Every name is imported when first named: importing the package imports neither the
+    # OpenTelemetry SDK nor the engine, so that ``otel-loopguard hook codex --server`` (a
+    # process per tool call) pays for none of it; RedisStore (and its codec) most applications
+    # never load at all.
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(where, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -126,6 +126,24 @@ def test_stop_releases_the_session(served: Served) -> None:
     assert served.hook(pre_tool_use(session, 11, {"command": "ls"})) == {}
 
 
+def test_an_abort_lasts_until_stop_which_claude_code_fires_every_turn(served: Served) -> None:
+    """docs/coding-agents.md, "How long an abort lasts": the abort holds over the session's
+    later calls, and a ``Stop`` (the end of any turn) releases it with the history; a
+    ``SessionEnd`` does the same, so a set-up without ``Stop`` keeps it for the session."""
+    for ending in ("Stop", "SessionEnd"):
+        session = str(uuid.uuid4())
+        answers = []
+        for n in range(1, 23):
+            pre = pre_tool_use(session, n, {"command": "cat setup.cfg"})
+            answers.append(served.hook(pre))
+            served.hook(post_tool_use(pre, {"stdout": "same", "stderr": ""}))
+        assert "stopped" in answers[21]["hookSpecificOutput"]["permissionDecisionReason"]
+        other = pre_tool_use(session, 23, {"command": "git status"})
+        assert served.hook(other)["hookSpecificOutput"]["permissionDecision"] == "deny"
+        served.hook({"session_id": session, "hook_event_name": ending, "stop_hook_active": False})
+        assert served.hook(pre_tool_use(session, 24, {"command": "cat setup.cfg"})) == {}
+
+
 def test_a_subagent_is_a_scope_of_its_own(served: Served) -> None:
     session = str(uuid.uuid4())
     for n in range(1, 11):

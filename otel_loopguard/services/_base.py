@@ -11,15 +11,21 @@ import hmac
 import ipaddress
 import json
 import logging
-import os
 import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from ..engine.identity.names import bounded
 from ..engine.state.store import TRACE_PREFIX
+from ._plain import (
+    ENV_TOKEN,
+    ENV_TOKEN_OTEL,
+    MAX_BODY_BYTES,
+    ServiceError,
+    one_line,
+    read_token,
+)
 
 __all__ = [
     "DEFAULT_LISTEN",
@@ -38,15 +44,6 @@ __all__ = [
 ]
 
 DEFAULT_LISTEN = "127.0.0.1:8765"
-ENV_TOKEN = "LOOPGUARD_TOKEN"
-"""The bearer token a service requires (and a hook sends), when not given by ``--token-file``.
-Not an ``OTEL_*`` name: Claude Code never puts an ``OTEL_*`` variable into an http hook's
-header (it treats them as credentials), so a header naming one goes out empty."""
-ENV_TOKEN_OTEL = "OTEL_LOOPGUARD_TOKEN"
-"""The token's earlier name, still read where :data:`ENV_TOKEN` is not set."""
-MAX_BODY_BYTES = 1 << 20
-"""The largest request body a service reads (1 MiB); larger ones are refused with 413."""
-MIN_TOKEN_CHARS = 16
 
 _logger = logging.getLogger("otel_loopguard")
 
@@ -55,19 +52,6 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
-
-class ServiceError(Exception):
-    """A service cannot start as asked (address, token): printed as one line, exit status 2."""
-
-
-def one_line(error: Exception) -> str:
-    """An error's message on one line (a config's problems joined by ``;``): a service's
-    client, an MCP client say, may show its stderr's last line and no more."""
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    if len(lines) > 1 and lines[0].endswith(("invalid setting", "invalid settings")):
-        return f"{lines[0]}: " + "; ".join(lines[1:])
-    return "; ".join(lines)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -109,38 +93,6 @@ def parse_listen(text: str) -> Listen:
     if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
         raise ServiceError(f"--listen {text!r}: the port must be a number from 0 to 65535")
     return Listen(host=host, port=int(port_text))
-
-
-def read_token(
-    token_file: str | None, environ: MutableMapping[str, str] | None = None
-) -> str | None:
-    """The bearer token: the first line of ``token_file``, else ``$LOOPGUARD_TOKEN``, else
-    ``$OTEL_LOOPGUARD_TOKEN`` (two different values set is an error: which one is meant?)."""
-    environ = os.environ if environ is None else environ
-    if token_file:
-        try:
-            with Path(token_file).open("rb") as f:
-                raw = f.read(4096)
-        except OSError as exc:
-            raise ServiceError(f"--token-file {token_file}: {exc.strerror or exc}") from None
-        token = raw.decode("utf-8", "replace").strip().splitlines()[0] if raw.strip() else ""
-    else:
-        token = environ.get(ENV_TOKEN, "").strip()
-        earlier = environ.get(ENV_TOKEN_OTEL, "").strip()
-        if token and earlier and token != earlier:
-            raise ServiceError(
-                f"${ENV_TOKEN} and ${ENV_TOKEN_OTEL} are both set, to different tokens: "
-                f"set ${ENV_TOKEN} only"
-            )
-        token = token or earlier
-    if not token:
-        return None
-    if len(token) < MIN_TOKEN_CHARS or not token.isprintable() or " " in token:
-        raise ServiceError(
-            f"the bearer token must be at least {MIN_TOKEN_CHARS} printable characters with no "
-            "spaces (for one: python3 -c 'import secrets; print(secrets.token_urlsafe())')"
-        )
-    return token
 
 
 def require_token(listen: Listen, token: str | None) -> None:

@@ -19,44 +19,25 @@ A block is always answered ``deny``, the server's answer included: Codex rejects
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Mapping
-from typing import Any, BinaryIO, Literal, TextIO
+from typing import Any, BinaryIO, TextIO
 
 from ..config.loading import ConfigError, ConfigSource
-from ._base import MAX_BODY_BYTES, ServiceError, one_line
-from .hooks import BlockAs, answer_hook, block_decision
+from ._base import ServiceError
+from .codex_forward import (
+    ENV_SERVER,
+    OnFailure,
+    Unanswered,
+    as_codex_takes,
+    failed,
+    posted,
+    read_payload,
+    server_answer,
+)
+from .hooks import BlockAs, answer_hook
 from .verdicts import BadField, Verdicts, json_body
 
 __all__ = ["ENV_SERVER", "run_hook"]
-
-ENV_SERVER = "OTEL_LOOPGUARD_SERVER"
-"""The URL of the ``otel-loopguard serve`` a command hook asks, when not given by ``--server``."""
-
-OnFailure = Literal["allow", "block"]
-
-
-class _Unanswered(Exception):
-    """The check could not be made: the hook fails open or closed, as told."""
-
-
-def _posted(server: str, payload: bytes, token: str | None, timeout: float) -> bytes:
-    url = f"{server.rstrip('/')}/v1/hooks/codex"
-    if not url.startswith(("http://", "https://")):
-        raise _Unanswered(f"--server {server!r}: not an http:// or https:// URL")
-    headers = {"content-type": "application/json"}
-    if token is not None:
-        headers["authorization"] = f"Bearer {token}"
-    request = urllib.request.Request(url, data=payload, headers=headers, method="POST")
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            return bytes(response.read(MAX_BODY_BYTES))
-    except urllib.error.HTTPError as exc:
-        detail = exc.read(4096).decode("utf-8", "replace")
-        raise _Unanswered(f"{url} answered {exc.code}: {detail}") from None
-    except (OSError, ValueError) as exc:
-        raise _Unanswered(f"cannot reach {url}: {getattr(exc, 'reason', None) or exc}") from None
 
 
 def _answered_here(
@@ -76,7 +57,7 @@ def _answered_here(
         try:
             return answer_hook(verdicts, "codex", json_body(payload), block_as)
         except BadField as bad:
-            raise _Unanswered(f"the hook's payload: {bad}") from None
+            raise Unanswered(f"the hook's payload: {bad}") from None
     finally:
         telemetry.shutdown()
 
@@ -99,71 +80,13 @@ def run_hook(
     block``."""
     payload = b""
     try:
-        payload = _read(stdin)
+        payload = read_payload(stdin)
         if server:
-            posted = _posted(server, payload, token(), timeout)
-            answer = _as_codex_takes(_server_answer(posted), block_as)
+            answer = as_codex_takes(server_answer(posted(server, payload, token(), timeout)))
         else:
-            answer = _as_codex_takes(_answered_here(config(), payload, block_as), block_as)
-    except (_Unanswered, ServiceError, ConfigError) as failure:
-        unanswered = isinstance(failure, _Unanswered)
-        said = one_line(failure)
-        print(f"otel-loopguard hook codex: {'' if unanswered else 'error: '}{said}", file=stderr)
-        if on_failure == "block" and _is_pre_tool_use(payload):
-            reason = f"otel-loopguard could not check this call ({said}); it is denied"
-            print(json.dumps(_denied(reason)), file=stdout)
-            return 0
-        # Status 1, never 2: to Codex, a hook's status 2 blocks the call.
-        return 0 if unanswered else 1
+            answer = as_codex_takes(_answered_here(config(), payload, block_as))
+    except (Unanswered, ServiceError, ConfigError) as failure:
+        return failed(failure, payload, on_failure, stdout, stderr)
     if answer:
         print(json.dumps(answer), file=stdout)
     return 0
-
-
-def _read(stdin: BinaryIO) -> bytes:
-    try:
-        payload = stdin.read(MAX_BODY_BYTES + 1)
-    except OSError as exc:
-        raise _Unanswered(f"cannot read the hook's payload: {exc.strerror or exc}") from None
-    if len(payload) > MAX_BODY_BYTES:
-        raise _Unanswered(f"the hook's payload is over {MAX_BODY_BYTES} bytes")
-    return payload
-
-
-def _server_answer(raw: bytes) -> dict[str, Any]:
-    if not raw.strip():
-        return {}
-    try:
-        return json_body(raw)
-    except BadField:
-        raise _Unanswered("the server's answer is not a JSON object") from None
-
-
-def _as_codex_takes(answer: Mapping[str, Any], block_as: BlockAs) -> dict[str, Any]:
-    """``answer`` with a block decided as Codex takes it (``ask``, which Codex rejects and runs
-    the call, is a deny); a deny is never made an ask (an abort stays denied)."""
-    out = dict(answer)
-    specific = out.get("hookSpecificOutput")
-    if isinstance(specific, dict) and specific.get("permissionDecision") == "ask":
-        out["hookSpecificOutput"] = {
-            **specific,
-            "permissionDecision": block_decision("codex", block_as),
-        }
-    return out
-
-
-def _is_pre_tool_use(payload: bytes) -> bool:
-    try:
-        return bool(json_body(payload).get("hook_event_name") == "PreToolUse")
-    except BadField:
-        return True  # unreadable: it may be a call, and failing closed means denying it
-
-
-def _denied(reason: str) -> dict[str, Any]:
-    return {
-        "hookSpecificOutput": {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": "deny",
-            "permissionDecisionReason": reason,
-        }
-    }
