@@ -3,9 +3,10 @@ again (an edit a linter rejected, resubmitted byte for byte with the same error;
 refused for its amount, resent with a "think" call between).
 
 A pure function over a window of call records (no clock, no I/O). A refusal is read without
-the content: from the outcome's error status, or from an outcome identical to the one the same
-call got the sending before (a tool that refuses a call answers it the same way again; one
-that acted on it answers anew, with a new id or a changed file). Literal (``args_fp``), with
+the content, error status or not: from an outcome identical to the one the same call got the
+sending before (a tool that refuses a call answers it the same way again; one that acted on it
+answers anew, with a new id or a changed file). Only an edit or an action is read so
+(``changing.py``): a read answered alike again refused nothing. Literal (``args_fp``), with
 thresholds of its own: a run on a cost limit ends before ``generic_repeat``'s 10 calls.
 """
 
