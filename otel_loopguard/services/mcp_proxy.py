@@ -291,14 +291,7 @@ class _Proxy:
             message = f"otel-loopguard mcp-proxy: tools/call {name!r}: an unexpected result"
             self._failed(span, name, call_id, message, "upstream_invalid")
             return error_result(message)
-        recorded, error = outcome_of(dump(result) or {})
-        self.guard.record_result(name, recorded, call_id=call_id, error=error)
-        if self.options.capture_content:
-            span.set_attribute("gen_ai.tool.call.result", recorded)
-        if error is not None:
-            span.set_attribute("error.type", "tool_error")
-            shown = error if self.options.capture_content else None
-            span.set_status(trace.Status(trace.StatusCode.ERROR, shown))
+        self._answered(span, name, call_id, dump(result) or {})
         return result
 
     def _unavailable(self, exc: MCPError) -> str:
@@ -314,6 +307,18 @@ class _Proxy:
         if exc.code == types.REQUEST_TIMEOUT:
             self.upstream.restart(f"{self.upstream.describe} {reason}")
         return message
+
+    def _answered(self, span: trace.Span, name: str, call_id: str, result: dict[str, Any]) -> None:
+        """The server's answer to a call (a ``CallToolResult`` as JSON) recorded: its outcome
+        for the guard, the result on the span where content is captured, a tool's error."""
+        recorded, error = outcome_of(result)
+        self.guard.record_result(name, recorded, call_id=call_id, error=error)
+        if self.options.capture_content:
+            span.set_attribute("gen_ai.tool.call.result", recorded)
+        if error is not None:
+            span.set_attribute("error.type", "tool_error")
+            shown = error if self.options.capture_content else None
+            span.set_status(trace.Status(trace.StatusCode.ERROR, shown))
 
     def _failed(self, span: trace.Span, name: str, call_id: str, error: str, kind: str) -> None:
         self.guard.record_result(name, None, call_id=call_id, error=error)

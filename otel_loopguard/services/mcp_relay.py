@@ -38,7 +38,7 @@ from opentelemetry import trace
 
 from ..engine.identity.names import bounded
 from ..guard import LoopGuard
-from ..integrations._mcp_results import outcome_of, warned
+from ..integrations._mcp_results import warned
 from ._telemetry import raised
 from .mcp_proxy import _ABORT_ERROR_CODE, ProxyOptions, _Proxy
 from .mcp_upstream import START_TIMEOUT, Connect, Link, described
@@ -513,14 +513,7 @@ class Relay:
             text = f"otel-loopguard mcp-proxy: tools/call {name!r}: an unexpected result"
             proxy._failed(span, name, call_id, text, "upstream_invalid")
             return _result(id_, _refusal(text, protocol))
-        recorded, failure = outcome_of(result)
-        self.guard.record_result(name, recorded, call_id=call_id, error=failure)
-        if self.options.capture_content:
-            span.set_attribute("gen_ai.tool.call.result", recorded)
-        if failure is not None:
-            span.set_attribute("error.type", "tool_error")
-            shown = failure if self.options.capture_content else None
-            span.set_status(trace.Status(trace.StatusCode.ERROR, shown))
+        proxy._answered(span, name, call_id, result)
         return answer
 
 
