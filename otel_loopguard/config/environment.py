@@ -21,8 +21,8 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from .loading import ConfigError, load_config, load_file
 from .model import LoopGuardConfig
+from .parsing import ConfigError, load_file, load_mapping
 from .settings import Settings
 
 __all__ = [
@@ -135,7 +135,7 @@ def config_from_env(
         for part in reversed(field_path[:-1]):
             override = {part: override}
         try:
-            load_config(override)
+            load_mapping(override)
         except ConfigError as exc:
             problem = str(exc).split("\n", 1)[-1].strip()
             _warn(f"{variable}: {problem} (ignored)")
@@ -145,7 +145,7 @@ def config_from_env(
             block[key] = {**block.get(key, {}), **given}
         else:
             block[key] = given
-    return load_config(data)
+    return load_mapping(data)
 
 
 def _env_value(environ: Mapping[str, str], variable: str, field: str, raw: str) -> object:
