@@ -80,7 +80,7 @@ else:
         **{
             d.name: (
                 StrictBool | None,
-                setting(d.doc, resolved=d.name),
+                setting(f"`{d.name}`: {d.doc}", resolved=d.name),
             )
             for d in SWITCHED
         },
@@ -144,7 +144,7 @@ class LoopDetectionConfig(Block):
     scope: StrictStr | None = setting(
         "`trace`, `conversation` (`gen_ai.conversation.id`, then `session.id`) or an attribute",
         env="OTEL_LOOPGUARD_SCOPE",
-        allowed="`trace`, `conversation` or `attribute:<attribute name>`",
+        allowed="'trace', 'conversation' or 'attribute:<attribute name>'",
         global_only=True,
     )
     tool_spans: list[ToolSpanRule] | None = setting(

@@ -17,8 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
+from pydantic.alias_generators import to_camel
 
 from .bounds import MAX_CONFIG_BYTES, MAX_CONFIG_DEPTH, data_problem, text_problem
+from .catalogue import Setting, by_key
 from .model import LoopDetectionConfig, LoopGuardConfig, known_keys
 from .redaction import redacted
 
@@ -153,16 +155,23 @@ def load_mapping(data: Mapping[str, Any], origin: str = "configuration") -> Loop
 
 
 def _describe(exc: ValidationError, origin: str, prefix: str) -> str:
-    lines = []
+    lines: list[str] = []
     keys = known_keys()
     for error in exc.errors(include_url=False):
         # A key may be a hostile name (a model's, in a prices file): shown escaped, so that it
         # cannot drive the terminal the error is printed on.
         loc = [_printable(str(part)) for part in error["loc"]]
-        path = ".".join([p for p in (prefix, *loc) if p]) or "(top level)"
         kind = error["type"]
         given = error.get("input")
-        if kind == "extra_forbidden":
+        setting, loc = _declared_at(loc, prefix)
+        path = ".".join([p for p in (prefix, *loc) if p]) or "(top level)"
+        if setting is not None and kind not in ("extra_forbidden", "missing", "value_error"):
+            # What the declaration allows, whole (one line, where a union's parts gave one
+            # each: an integer, a float).
+            line = f"{path}: got {_show(given)}; allowed: {setting.allowed}"
+            if line not in lines:
+                lines.append(line)
+        elif kind == "extra_forbidden":
             lines.append(f"{path}: {_unknown_key(loc[-1] if loc else '?', keys)}")
         elif kind == "missing":
             lines.append(f"{path}: missing; {_allowed('missing', error)}")
@@ -177,6 +186,30 @@ def _describe(exc: ValidationError, origin: str, prefix: str) -> str:
     head = f"{origin}: {count} invalid setting{'s' if count != 1 else ''}"
     return head + "\n  " + "\n  ".join(lines)
 
+
+_UNION_PARTS = frozenset({"int", "float", "str", "bool"})
+"""What pydantic adds to an error's place for each part of a union (``int | float``)."""
+
+
+def _declared_at(loc: list[str], prefix: str) -> tuple[Setting | None, list[str]]:
+    """The declared setting an error's place names, and the place without a union's part; no
+    setting when the error is inside one (an entry of a list, a model's price)."""
+    start = (
+        0
+        if prefix
+        else next((i + 1 for i in range(len(loc) - 1, -1, -1) if loc[i] in _BLOCK_NAMES), None)
+    )
+    if start is None:
+        return None, loc
+    declared = by_key()
+    for end in range(start + 1, len(loc) + 1):
+        setting = declared.get(".".join(to_camel(part) for part in loc[start:end]))
+        if setting is not None and all(part in _UNION_PARTS for part in loc[end:]):
+            return setting, loc[:end]
+    return None, loc
+
+
+_BLOCK_NAMES = frozenset({"loopDetection", "loop_detection"})
 
 _PLACES = {
     "LoopGuardConfig": "the top level",
