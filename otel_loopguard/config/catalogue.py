@@ -230,5 +230,6 @@ def _item(item: object) -> str:
         return f"{item.tool}({args})"
     if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], tuple):
         model, prices = item  # a model's input, output and cached input price per million
-        return f"{model} {'/'.join(f'{p:g}' for p in prices)}"
+        entry, out, cached = prices
+        return f"{model}: {entry:g} in, {out:g} out, {cached:g} cached per million"
     return str(item)

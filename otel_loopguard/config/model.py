@@ -133,7 +133,8 @@ class LoopDetectionConfig(Block):
         "the global circuit breaker aborts the run (`false`: blocks one call)"
     )
     abort_after_criticals: Annotated[StrictInt, Field(ge=0)] | None = setting(
-        "the run is aborted at its n-th critical verdict in a scope; `0`: never"
+        "the run is aborted at its n-th critical verdict in a scope (the first blocks, the model "
+        "gets one more answer); `0`: never, blocked retries go on to the breaker"
     )
     warnings_to_model: StrictBool | None = setting(
         "`@guard.tool` appends warning messages to the tool's result"
