@@ -168,3 +168,20 @@ def test_an_error_says_what_the_declaration_allows(config: dict[str, object], li
     text = str(info.value)
     assert line in text
     assert text.startswith("configuration: 1 invalid setting\n")
+
+
+@pytest.mark.parametrize(
+    "detector", [d for d in DETECTORS if d.kind != "budget"], ids=lambda d: d.name
+)
+def test_every_declared_detectors_verdict_is_read_back_from_a_shared_store(
+    detector: Detector,
+) -> None:
+    """A verdict another process wrote (a scope's abort, its warnings) is refused unless its
+    detector is one otel-loopguard has: each declared one is (a budget's messages are read by
+    their own pattern, tested with the budget)."""
+    from otel_loopguard.engine.detection.finding import verdict_of
+    from otel_loopguard.engine.state import codec
+
+    for level, action in (("warning", "warn"), ("critical", "block")):
+        verdict = verdict_of(detector.name, level, action, "bash", 5)
+        assert codec.decode_verdict(codec.encode_verdict(verdict)) == verdict
