@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel
 from pydantic.alias_generators import to_camel
@@ -37,8 +37,6 @@ class Setting:
     path: tuple[str, ...]
     """The model's attribute names down to it: ``("store", "timeout_ms")``."""
     doc: str
-    allowed: str
-    """What a value may be, in words."""
     form: Form
     env: str | None
     """Its ``OTEL_LOOPGUARD_*`` variable, if it has one."""
@@ -46,11 +44,22 @@ class Setting:
     """Where its effective value is: a field of ``ResolvedConfig`` (dotted: ``budget.tokens``)
     or, for a global-only setting, of ``GlobalSettings``."""
     global_only: bool
+    block: type[BaseModel] = field(repr=False, compare=False)
+    """The block that declares it."""
+    given_allowed: str | None = None
+
+    @property
+    def allowed(self) -> str:
+        """What a value may be, in words: as declared, else from its type and bounds."""
+        if self.given_allowed is not None:
+            return self.given_allowed
+        return _allowed_in(self.block, self.key.rsplit(".", 1)[-1])
 
 
 @cache
 def declared() -> tuple[Setting, ...]:
-    """Every setting of a ``loopDetection`` block, in the model's order."""
+    """Every setting of a ``loopDetection`` block, in the model's order (read from the fields
+    alone: the environment reads this list while an application starts)."""
     return tuple(_walk(LoopDetectionConfig, (), False))
 
 
@@ -66,36 +75,71 @@ def env_fields() -> dict[str, tuple[str, ...]]:
 
 
 def _walk(model: type[BaseModel], path: tuple[str, ...], global_only: bool) -> list[Setting]:
-    schema = _schema(model)
     found: list[Setting] = []
-    for name, field in model.model_fields.items():
-        extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+    for name, info in model.model_fields.items():
+        extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
         is_global = global_only or extra.get("global") is True
-        inner = _block_of(field.annotation)
-        if inner is not None and field.description is None:
+        inner = _block_of(info.annotation)
+        if inner is not None and info.description is None:
             found.extend(_walk(inner, (*path, name), is_global))
             continue
-        alias = field.alias or name
-        key = ".".join([*(to_camel(p) for p in path), alias])
+        key = ".".join([*(to_camel(p) for p in path), info.alias or name])
         resolved = extra.get("resolved")
         if not isinstance(resolved, str):
             resolved = f"budget.{name}" if path == ("budget",) else name
-        allowed = extra.get("allowed")
-        prop = schema["properties"][alias]
-        env = extra.get("env")
+        allowed, env = extra.get("allowed"), extra.get("env")
         found.append(
             Setting(
                 key=key,
                 path=(*path, name),
-                doc=field.description or "",
-                allowed=allowed if isinstance(allowed, str) else _allowed(prop, schema),
-                form=_form(prop, schema),
+                doc=info.description or "",
+                form=_form_of(info.annotation),
                 env=env if isinstance(env, str) else None,
                 resolved=resolved,
                 global_only=is_global,
+                block=model,
+                given_allowed=allowed if isinstance(allowed, str) else None,
             )
         )
     return found
+
+
+def _form_of(annotation: object) -> Form:
+    """A field's form, from its type: the union's parts, constraints unwrapped."""
+    kinds: set[object] = set()
+    pending = [annotation]
+    while pending:
+        part = pending.pop()
+        origin = typing.get_origin(part)
+        if origin is typing.Literal:
+            kinds.add(str)
+        elif origin in (list, dict):
+            kinds.add(origin)
+        elif origin is not None:  # a union, or Annotated[type, constraints]
+            args = typing.get_args(part)
+            pending.extend(args[:1] if origin is Annotated else args)
+        else:
+            kinds.add(part)
+    if bool in kinds:
+        return "boolean"
+    if list in kinds:
+        return "list"
+    if dict in kinds:
+        return "mapping"
+    if float in kinds:
+        return "number"
+    return "integer" if int in kinds else "text"
+
+
+@cache
+def _allowed_in(block: type[BaseModel], alias: str) -> str:
+    schema = _schema(block)
+    return _allowed(schema["properties"][alias], schema)
+
+
+@cache
+def _schema(block: type[BaseModel]) -> dict[str, Any]:
+    return block.model_json_schema(by_alias=True)
 
 
 def _block_of(annotation: object) -> type[Block] | None:
@@ -105,31 +149,10 @@ def _block_of(annotation: object) -> type[Block] | None:
     return None
 
 
-@cache
-def _schema(model: type[BaseModel]) -> dict[str, Any]:
-    return model.model_json_schema(by_alias=True)
-
-
 def _options(prop: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """The forms a value may take, ``null`` (unset) left out."""
     options = prop.get("anyOf", [prop])
     return [o for o in options if o.get("type") != "null"]
-
-
-def _form(prop: Mapping[str, Any], schema: Mapping[str, Any]) -> Form:
-    option = _options(prop)[0]
-    kind = option.get("type")
-    if kind == "boolean":
-        return "boolean"
-    if kind == "integer":
-        return "integer"
-    if kind == "number" or "anyOf" in option:
-        return "number"
-    if kind == "array":
-        return "list"
-    if kind == "object":
-        return "mapping"
-    return "text"
 
 
 def _allowed(prop: Mapping[str, Any], schema: Mapping[str, Any]) -> str:
