@@ -85,3 +85,43 @@ def test_settings_hold_data_not_compiled_objects() -> None:
     )
     assert "re.compile" not in repr(settings)
     assert "Pattern" not in repr(settings)
+
+
+def import_graph(layer: str) -> dict[str, set[str]]:
+    """Each module of ``layer`` and the modules of the same layer it imports, at any place in
+    the file (a deferred import inside a function is still an edge of a circle)."""
+    root = f"otel_loopguard.{layer}"
+    names = {
+        ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__")
+        for path in modules_of(layer)
+    }
+    graph: dict[str, set[str]] = {}
+    for path in modules_of(layer):
+        name = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        name = name.removesuffix(".__init__")
+        graph[name] = {m for m in imported_modules(path) if m in names and m not in (name, root)}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every import circle of ``graph``, each found once from its smallest module."""
+    found: list[list[str]] = []
+
+    def walk(start: str, path: list[str]) -> None:
+        for nxt in sorted(graph.get(path[-1], ())):
+            if nxt == start:
+                found.append(path)
+            elif nxt > start and nxt not in path:
+                walk(start, [*path, nxt])
+
+    for start in sorted(graph):
+        walk(start, [start])
+    return found
+
+
+def test_circles_finds_an_import_circle() -> None:
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_config_layer_has_no_import_circle() -> None:
+    assert circles(import_graph("config")) == []

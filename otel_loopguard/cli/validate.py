@@ -1,5 +1,8 @@
 """``otel-loopguard validate [PATH]``: the effective settings as a table, and what was changed.
 
+Every declared setting has its row (``config/catalogue.py``), each detector's switch included:
+one a new setting or detector declares is shown without a line here.
+
 Each cell says where its value came from: ``file`` (the global block), ``agent`` (the agent's own
 block), ``default``; ``raised`` marks a threshold the runtime lifted above the one it must exceed.
 Without a path, the configuration the environment gives: ``env`` marks a value of an
@@ -14,6 +17,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..config.catalogue import Setting, declared, shown, value_of
 from ..config.environment import (
     ENV_CONFIG,
     ENV_DISABLED,
@@ -26,55 +30,14 @@ from ..config.environment import (
 from ..config.loading import ConfigError, load_config, load_file
 from ..config.model import LoopDetectionConfig, LoopGuardConfig
 from ..config.redaction import redact_url
-from ..config.settings import (
-    DEFAULT_POLL_RULES,
-    DEFAULT_VOLATILE_KEYS,
-    GlobalSettings,
-    PollRule,
-    ResolvedConfig,
-    resolve,
-)
+from ..config.settings import GlobalSettings, ResolvedConfig, resolve
 
 __all__ = ["environment_report", "report"]
 
-# (key as written, where it sits in a block, the resolved field)
-_FIELDS: tuple[tuple[str, tuple[str, ...], str], ...] = (
-    ("enabled", ("enabled",), "enabled"),
-    ("historySize", ("history_size",), "history_size"),
-    ("profile", ("profile",), "profile"),
-    ("warningThreshold", ("warning_threshold",), "warning_threshold"),
-    ("criticalThreshold", ("critical_threshold",), "critical_threshold"),
-    ("unknownToolThreshold", ("unknown_tool_threshold",), "unknown_tool_threshold"),
-    (
-        "globalCircuitBreakerThreshold",
-        ("global_circuit_breaker_threshold",),
-        "global_circuit_breaker_threshold",
-    ),
-    ("detectors.genericRepeat", ("detectors", "generic_repeat"), "generic_repeat"),
-    (
-        "detectors.knownPollNoProgress",
-        ("detectors", "known_poll_no_progress"),
-        "known_poll_no_progress",
-    ),
-    ("detectors.pingPong", ("detectors", "ping_pong"), "ping_pong"),
-    ("detectors.argumentChurn", ("detectors", "argument_churn"), "argument_churn"),
-    (
-        "postCompactionGuard.windowSize",
-        ("post_compaction_guard", "window_size"),
-        "compaction_window_size",
-    ),
-    ("observeOnly", ("observe_only",), "observe_only"),
-    ("abortAfterCriticals", ("abort_after_criticals",), "abort_after_criticals"),
-    ("vetoContinuesStreak", ("veto_continues_streak",), "veto_continues_streak"),
-    ("breakerAborts", ("breaker_aborts",), "breaker_aborts"),
-    ("warningsToModel", ("warnings_to_model",), "warnings_to_model"),
-    ("knownPollTools", ("known_poll_tools",), "poll_rules"),
-    ("volatileKeys", ("volatile_keys",), "volatile_keys"),
-)
-
-_DEFAULT: ResolvedConfig = resolve(LoopGuardConfig()).default
+_DEFAULTS = resolve(LoopGuardConfig())
 """What an empty configuration resolves to: a value equal to it is a default."""
-_RAISED = frozenset({"critical_threshold", "global_circuit_breaker_threshold"})
+_DEFAULT: ResolvedConfig = _DEFAULTS.default
+_RAISED = frozenset({"criticalThreshold", "globalCircuitBreakerThreshold"})
 """The thresholds the runtime raises above the one they must exceed."""
 
 
@@ -87,47 +50,24 @@ def _given(block: LoopDetectionConfig, path: tuple[str, ...]) -> bool:
     return True
 
 
-def _show(value: object) -> str:
-    if value is None:
-        return "unset"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, tuple) and all(isinstance(rule, PollRule) for rule in value):
-        if value == DEFAULT_POLL_RULES:
-            return "command_status, process(action: poll|log)"
-        return ", ".join(_rule(rule) for rule in value) or "none"
-    if isinstance(value, frozenset):
-        if value == frozenset(DEFAULT_VOLATILE_KEYS):
-            return f"{len(value)} ids and timestamps"
-        return ", ".join(sorted(value)) or "none"
-    return str(value)
-
-
-def _rule(rule: PollRule) -> str:
-    if not rule.args:
-        return rule.tool
-    args = "; ".join(f"{key}: {'|'.join(map(str, sorted(map(str, v))))}" for key, v in rule.args)
-    return f"{rule.tool}({args})"
-
-
-def _cell(
-    resolved: ResolvedConfig, field: str, path: tuple[str, ...], blocks: Sequence[tuple[str, Any]]
-) -> str:
-    value = getattr(resolved, field)
+def _cell(resolved: ResolvedConfig, setting: Setting, blocks: Sequence[tuple[str, Any]]) -> str:
+    value = value_of(setting, resolved)
+    default = value_of(setting, _DEFAULT)
+    path = setting.path
     source = "default"
     for label, block in blocks:  # the nearest block that sets it
         if _given(block, path):
             source = label
             break
-    expected: Any = getattr(_DEFAULT, field)
+    expected: Any = default
     for _, block in reversed(blocks):  # what the blocks ask for, the agent's over the global
         if _given(block, path):
             expected = _value(block, path)
-    if source == "default" and value != getattr(_DEFAULT, field):
+    if source == "default" and value != default:
         source = f"profile {resolved.profile}"  # a default of the profile, not ours
-    if field not in _RAISED or expected == value:
-        return f"{_show(value)}  ({source})"
-    return f"{_show(value)}  (raised from {_show(expected)})"
+    if setting.key not in _RAISED or expected == value:
+        return f"{shown(value)}  ({source})"
+    return f"{shown(value)}  (raised from {shown(expected)})"
 
 
 def _value(block: LoopDetectionConfig, path: tuple[str, ...]) -> Any:
@@ -138,45 +78,22 @@ def _value(block: LoopDetectionConfig, path: tuple[str, ...]) -> Any:
 
 
 def _global_rows(settings: GlobalSettings, source: str) -> list[tuple[str, str]]:
-    defaults = GlobalSettings()
-
-    def mark(value: object, default: object) -> str:
-        return f"({source})" if value != default else "(default)"
-
+    """The store in a line, then every global-only setting: ``source`` where it is not the
+    default."""
     rows = [
-        ("scope", f"{settings.scope}  {mark(settings.scope, defaults.scope)}"),
-        (
-            "toolSpans",
-            f"{len(settings.tool_span_attributes) + len(settings.tool_span_names)} extra rules",
-        ),
         (
             "store",
             "in memory  (default)"
             if settings.store_url is None
             else f"Redis / Valkey at {redact_url(settings.store_url)}, timeout "
-            f"{settings.store_timeout_seconds * 1000:g} ms, keys {settings.store_key_prefix}*  "
-            f"({source})",
-        ),
-        ("store.maxScopes", f"{settings.max_scopes}  {mark(settings.max_scopes, 10_000)}"),
-        (
-            "store.idleTtlSeconds",
-            f"{settings.idle_ttl_seconds:g}  "
-            f"{mark(settings.idle_ttl_seconds, defaults.idle_ttl_seconds)}",
-        ),
-        (
-            "metrics.toolNames",
-            "first "
-            f"{settings.max_metric_tool_names} seen  "
-            f"{mark(settings.max_metric_tool_names, defaults.max_metric_tool_names)}"
-            if settings.metric_tool_names is None
-            else f"{', '.join(sorted(settings.metric_tool_names))}  ({source})",
-        ),
-        (
-            "passThroughScopes",
-            f"{len(settings.pass_through_scopes)} instrumentations  "
-            f"{mark(settings.pass_through_scopes, defaults.pass_through_scopes)}",
-        ),
+            f"{settings.store_timeout_ms:g} ms, keys {settings.store_key_prefix}*  ({source})",
+        )
     ]
+    for setting in declared():
+        if setting.global_only:
+            value = value_of(setting, settings)
+            mark = "default" if value == value_of(setting, _DEFAULTS.globals) else source
+            rows.append((setting.key, f"{shown(value)}  ({mark})"))
     return rows
 
 
@@ -261,11 +178,13 @@ def _report(
     entries = config.agent_entries
     header = ["setting", "tools.loopDetection", *(f"agent {e.id!r}" for e in entries)]
     rows = []
-    for key, where, field in _FIELDS:
-        row = [key, _cell(settings.default, field, where, blocks)]
+    for setting in declared():
+        if setting.global_only:
+            continue
+        row = [setting.key, _cell(settings.default, setting, blocks)]
         for entry in entries:
             agent_blocks = [("agent", entry.loop_detection), *blocks]
-            row.append(_cell(settings.agents[entry.id], field, where, agent_blocks))
+            row.append(_cell(settings.agents[entry.id], setting, agent_blocks))
         rows.append(row)
     out = [title, ""] if title is not None else []
     out.extend(_table(header, rows))

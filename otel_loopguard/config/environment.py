@@ -21,8 +21,9 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from .loading import ConfigError, load_config, load_file
+from .catalogue import declared, env_fields
 from .model import LoopGuardConfig
+from .parsing import ConfigError, load_file, load_mapping
 from .settings import Settings
 
 __all__ = [
@@ -47,22 +48,11 @@ ZERO_CODE_DEFAULTS: dict[str, Any] = {"enabled": True, "observeOnly": True}
 """What zero-code set-up (``OTEL_PYTHON_CONFIGURATOR=loopguard``) starts from, under the file
 and the variables: every detector on, observe-only."""
 
-ENV_FIELDS: dict[str, tuple[str, ...]] = {
-    "OTEL_LOOPGUARD_ENABLED": ("enabled",),
-    "OTEL_LOOPGUARD_HISTORY_SIZE": ("historySize",),
-    "OTEL_LOOPGUARD_WARNING_THRESHOLD": ("warningThreshold",),
-    "OTEL_LOOPGUARD_CRITICAL_THRESHOLD": ("criticalThreshold",),
-    "OTEL_LOOPGUARD_UNKNOWN_TOOL_THRESHOLD": ("unknownToolThreshold",),
-    "OTEL_LOOPGUARD_GLOBAL_CIRCUIT_BREAKER_THRESHOLD": ("globalCircuitBreakerThreshold",),
-    "OTEL_LOOPGUARD_POST_COMPACTION_WINDOW_SIZE": ("postCompactionGuard", "windowSize"),
-    "OTEL_LOOPGUARD_OBSERVE_ONLY": ("observeOnly",),
-    "OTEL_LOOPGUARD_SCOPE": ("scope",),
-    "OTEL_LOOPGUARD_STORE_URL": ("store", "url"),
-}
-"""Single global fields, laid over the file named by ``OTEL_LOOPGUARD_CONFIG``."""
+ENV_FIELDS: dict[str, tuple[str, ...]] = env_fields()
+"""Single global fields, laid over the file named by ``OTEL_LOOPGUARD_CONFIG``: each setting
+declared with a variable (``catalogue.py``), and the path of its key."""
 
-_BOOL_FIELDS = {"enabled", "observeOnly"}
-_STR_FIELDS = {"scope", "url"}
+_FORMS = {s.env: s.form for s in declared() if s.env}
 
 
 class ConfigWarning(UserWarning):
@@ -128,14 +118,14 @@ def config_from_env(
         raw = environ.get(variable, "").strip()
         if not raw:
             continue
-        value = _env_value(environ, variable, field_path[-1], raw)
+        value = _env_value(environ, variable, raw)
         if value is None:
             continue
         override: dict[str, Any] = {field_path[-1]: value}
         for part in reversed(field_path[:-1]):
             override = {part: override}
         try:
-            load_config(override)
+            load_mapping(override)
         except ConfigError as exc:
             problem = str(exc).split("\n", 1)[-1].strip()
             _warn(f"{variable}: {problem} (ignored)")
@@ -145,14 +135,15 @@ def config_from_env(
             block[key] = {**block.get(key, {}), **given}
         else:
             block[key] = given
-    return load_config(data)
+    return load_mapping(data)
 
 
-def _env_value(environ: Mapping[str, str], variable: str, field: str, raw: str) -> object:
+def _env_value(environ: Mapping[str, str], variable: str, raw: str) -> object:
     """The variable's value for its field, or ``None`` to ignore it (said in a warning)."""
-    if field in _BOOL_FIELDS:
+    form = _FORMS[variable]
+    if form == "boolean":
         flag = env_flag(environ, variable)
-        if field == "enabled" and flag is False:
+        if ENV_FIELDS[variable] == ("enabled",) and flag is False:
             _warn(
                 f"{variable}=false leaves 'enabled' as the configuration says (an "
                 "OpenTelemetry boolean has two states, and false is the default): the "
@@ -161,7 +152,7 @@ def _env_value(environ: Mapping[str, str], variable: str, field: str, raw: str) 
             )
             return None
         return flag
-    if field in _STR_FIELDS:
+    if form == "text":
         return raw
     if not re.fullmatch(r"\+?\d+", raw) or int(raw) < 1:
         _warn(f"{variable}: got {raw!r}; allowed: an integer >= 1 (ignored)")

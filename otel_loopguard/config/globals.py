@@ -92,6 +92,23 @@ class GlobalSettings:
     """Per model: input, output and cached input price per million tokens (the user's)."""
     currency: str = "USD"
 
+    # Read by ``otel-loopguard validate``, never per call.
+    @property
+    def store_type(self) -> str:
+        return "memory" if self.store_url is None else "redis"
+
+    @property
+    def store_timeout_ms(self) -> float:
+        return self.store_timeout_seconds * 1000
+
+    @property
+    def tool_span_rules(self) -> tuple[str, ...]:
+        """Each extra tool-span rule, in words."""
+        return (
+            *(f"{a}={v}" if v is not None else a for a, v in self.tool_span_attributes),
+            *(f"name ~ {pattern}" for pattern in self.tool_span_names),
+        )
+
 
 def globals_of(block: LoopDetectionConfig) -> GlobalSettings:
     defaults = GlobalSettings()

@@ -3,32 +3,50 @@
 Every field is optional in the model so that an agent's block can be laid over the global one;
 defaults are applied when a block is resolved (``config/settings.py``). Field names are accepted in
 the seed's camelCase and in snake_case. Unknown keys and bad values are refused at load.
+
+Each setting is declared once, here or in ``blocks.py``: its name, type and bounds, one line of
+what it does, its ``OTEL_LOOPGUARD_*`` variable if any (``setting(...)``); each detector's switch
+in ``detectors.py``. Loading, the environment's variables, ``otel-loopguard validate`` and the
+docs' tables read them (``catalogue.py``).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
-    BaseModel,
     ConfigDict,
     Field,
     PrivateAttr,
     StrictBool,
-    StrictFloat,
     StrictInt,
     StrictStr,
+    create_model,
     field_validator,
     model_validator,
 )
 from pydantic.alias_generators import to_camel
 
-from .bounds import MAX_AMOUNT, MAX_COUNT, MAX_IDLE_TTL_SECONDS, MAX_TIMEOUT_MS
-from .redaction import quoted_userinfo
+from .blocks import (
+    Block,
+    BudgetConfig,
+    CompactionRecognition,
+    Count,
+    MetricsConfig,
+    ModelPrice,
+    Name,
+    PollToolRule,
+    PostCompactionGuardConfig,
+    StoreConfig,
+    ToolSpanRule,
+    nested,
+    setting,
+)
+from .detectors import SWITCHED
 
 __all__ = [
+    "GLOBAL_ONLY",
     "AgentEntry",
     "BudgetConfig",
     "CompactionRecognition",
@@ -44,246 +62,113 @@ __all__ = [
     "ToolSpanRule",
 ]
 
-Count = Annotated[StrictInt, Field(ge=1, le=MAX_COUNT)]
-"""Every count is an integer from 1 to ``MAX_COUNT``, refused loudly rather than replaced by a
-default; strict, so 10.5, "10" and true are refused."""
-
-Name = Annotated[StrictStr, Field(min_length=1)]
-Scalar = StrictStr | StrictInt | StrictFloat | StrictBool
-
 _SCOPE = re.compile(r"^(trace|conversation|attribute:.+)$")
 
-STORE_SCHEMES = ("redis", "rediss", "unix")
-"""URL schemes of a shared store: Redis or Valkey, over TCP, TLS or a Unix socket."""
+if TYPE_CHECKING:
 
+    class DetectorToggles(Block):
+        """Turn single detectors on or off: one switch per entry of ``detectors.SWITCHED``."""
 
-def store_url(url: object) -> str:
-    """``url`` if it names a Redis or Valkey server, else a ``ValueError`` saying what is
-    allowed (it never repeats the URL, which may hold a password)."""
-    try:
-        scheme = urlsplit(url).scheme if isinstance(url, str) else ""
-    except ValueError:
-        scheme = ""
-    if not isinstance(url, str) or scheme not in STORE_SCHEMES:
-        raise ValueError(
-            "must be a redis://, rediss:// (TLS) or unix:// URL (a user and password, if "
-            "any, in the URL)"
-        )
-    if scheme != "unix":
-        # What the Redis client reads of it, checked here: at the boundary, where a variable
-        # of the environment is ignored with a warning, not later in the guard's constructor.
-        parts = urlsplit(quoted_userinfo(url))
-        try:
-            parts.port  # noqa: B018 - raises ValueError for a port that is not a number
-        except ValueError:
-            raise ValueError("its port must be a number from 0 to 65535") from None
-        database = parts.path.strip("/")
-        if database and not database.isdigit():
-            raise ValueError("its database (the path) must be a number, as in redis://host/0")
-    return url
+        def __getattr__(self, name: str) -> bool | None: ...
 
-
-class _Block(BaseModel):
-    model_config = ConfigDict(
-        extra="forbid",
-        frozen=True,
-        alias_generator=to_camel,
-        validate_by_name=True,
-        validate_by_alias=True,
+else:
+    DetectorToggles = create_model(
+        "DetectorToggles",
+        __base__=Block,
+        __module__=__name__,
+        __doc__="Turn single detectors on or off: one switch per entry of ``detectors.SWITCHED``.",
+        **{
+            d.name: (
+                StrictBool | None,
+                setting(f"`{d.name}`: {d.doc}", resolved=d.name),
+            )
+            for d in SWITCHED
+        },
     )
 
 
-class DetectorToggles(_Block):
-    """Turn single rolling-history detectors on or off (the breaker has no toggle)."""
-
-    generic_repeat: StrictBool | None = None
-    known_poll_no_progress: StrictBool | None = None
-    ping_pong: StrictBool | None = None
-    argument_churn: StrictBool | None = None
-    shape_cycle: StrictBool | None = None
-    state_recurrence: StrictBool | None = None
-    edit_undone: StrictBool | None = None
-    edit_resubmitted: StrictBool | None = None
-    call_resubmitted: StrictBool | None = None
-    no_tool_streak: StrictBool | None = None
-
-
-class PostCompactionGuardConfig(_Block):
-    """The post-compaction guard: how many completed calls it watches after a compaction."""
-
-    window_size: Count | None = None
-
-
-class PollToolRule(_Block):
-    """A known polling tool: its name, and optionally argument values that make a call a poll.
-
-    ``{"tool": "process", "args": {"action": ["poll", "log"]}}`` makes ``process`` a polling tool
-    only when its ``action`` argument is ``poll`` or ``log``; without ``args`` any call is a poll.
-    """
-
-    tool: Name
-    args: dict[Name, list[Scalar]] | None = None
-
-
-class ToolSpanRule(_Block):
-    """An extra way to recognise a tool span: an attribute value, or a span-name pattern."""
-
-    attribute: Name | None = None
-    equals: Scalar | None = None
-    span_name: Name | None = None
-    """A regular expression matched against the whole span name."""
-
-    @model_validator(mode="after")
-    def _one_kind(self) -> ToolSpanRule:
-        if (self.attribute is None) == (self.span_name is None):
-            raise ValueError("give either 'attribute' (with optional 'equals') or 'spanName'")
-        if self.span_name is not None:
-            try:
-                re.compile(self.span_name)
-            except re.error as exc:
-                raise ValueError(f"spanName is not a valid regular expression: {exc}") from None
-        return self
-
-
-class CompactionRecognition(_Block):
-    """How a compaction span is recognised, besides ``loopguard.compaction = true``."""
-
-    span_names: list[Name] | None = None
-    operation_names: list[Name] | None = None
-
-
-class StoreConfig(_Block):
-    """The state store: in memory (the default), or shared on Redis / Valkey (``url``). Its
-    bounds: at most so many scopes in this process, and an idle TTL (the keys' on Redis)."""
-
-    type: Literal["memory", "redis"] | None = None
-    max_scopes: Count | None = None
-    idle_ttl_seconds: (
-        Annotated[StrictInt | StrictFloat, Field(gt=0, le=MAX_IDLE_TTL_SECONDS)] | None
-    ) = None
-    url: StrictStr | None = Field(default=None, repr=False)
-    """``redis://[[user]:password@]host[:port][/db]``, ``rediss://`` (TLS) or ``unix://``."""
-    timeout_ms: Annotated[StrictInt, Field(ge=1, le=MAX_TIMEOUT_MS)] | None = None
-    """The longest a call waits for the shared store (default 50): then it goes on alone."""
-    key_prefix: Name | None = None
-    """The start of every key of the shared store (default ``loopguard:``)."""
-
-    @field_validator("url", mode="before")
-    @classmethod
-    def _url_form(cls, value: object) -> object:
-        return value if value is None else store_url(value)
-
-    @model_validator(mode="after")
-    def _url_and_type(self) -> StoreConfig:
-        if self.type == "redis" and self.url is None:
-            raise ValueError("type 'redis' needs a url (redis://, rediss:// or unix://)")
-        if self.type == "memory" and self.url is not None:
-            raise ValueError("a url is for type 'redis'; the memory store takes none")
-        return self
-
-
-class MetricsConfig(_Block):
-    """The ``loopguard.detections`` counter: its ``gen_ai.tool.name`` attribute is bounded, so a
-    flood of distinct tool names cannot exhaust the SDK's series limit."""
-
-    tool_names: list[Name] | None = None
-    """Only these tool names get a series of their own; every other is counted as ``other``."""
-    max_tool_names: Count | None = None
-    """Without ``toolNames``: the first this many distinct tool names get a series of their own
-    (default 100); later ones are counted as ``other``."""
-
-
-Amount = Annotated[StrictInt | StrictFloat, Field(gt=0, le=MAX_AMOUNT, allow_inf_nan=False)]
-"""A positive, finite number up to ``MAX_AMOUNT`` (a budget, a time)."""
-Tokens = Annotated[StrictInt, Field(ge=1, le=MAX_AMOUNT)]
-"""A token budget: an integer from 1 to ``MAX_AMOUNT`` (a run spends millions)."""
-Price = Annotated[StrictInt | StrictFloat, Field(ge=0, le=MAX_AMOUNT, allow_inf_nan=False)]
-
-
-class ModelPrice(_Block):
-    """What a model's tokens cost, per million, in the configuration's ``currency``: yours to
-    give (no price list ships with otel-loopguard)."""
-
-    input: Price
-    output: Price
-    cached: Price | None = None
-    """Cached input tokens (default: the input price)."""
-
-
-class BudgetConfig(_Block):
-    """What one scope (a run, a conversation) may spend before it is stopped, any of: tokens,
-    cost (needs ``prices``, or an instrumentation that records ``gen_ai.usage.cost``), tool
-    calls, seconds. A warning at ``warnAt`` of a budget, then the run is stopped
-    (``budget_exceeded``), as by a loop's abort."""
-
-    tokens: Tokens | None = None
-    """Input and output tokens of the scope's model calls (cached input tokens included)."""
-    cost: Amount | None = None
-    tool_calls: Count | None = None
-    """Tool calls the scope may make: the next one is stopped."""
-    seconds: Amount | None = None
-    """From the start of the scope's first model call to the end of its latest."""
-    warn_at: Annotated[StrictInt | StrictFloat, Field(gt=0, le=1)] | None = None
-    """The fraction of a budget at which a warning is given (default 0.8)."""
-
-
-_GLOBAL_ONLY = (
-    "scope",
-    "tool_spans",
-    "compaction",
-    "store",
-    "metrics",
-    "pass_through_scopes",
-    "prices",
-    "currency",
-)
-
-
-class LoopDetectionConfig(_Block):
+class LoopDetectionConfig(Block):
     """The ``loopDetection`` block, globally or for one agent. Unset fields inherit."""
 
-    enabled: StrictBool | None = None
-    history_size: Count | None = None
-    warning_threshold: Count | None = None
-    critical_threshold: Count | None = None
-    unknown_tool_threshold: Count | None = None
-    global_circuit_breaker_threshold: Count | None = None
-    detectors: DetectorToggles | None = None
-    post_compaction_guard: PostCompactionGuardConfig | None = None
+    enabled: StrictBool | None = setting(
+        "unset: only the post-compaction guard; `true`: everything; `false`: nothing",
+        env="OTEL_LOOPGUARD_ENABLED",
+    )
+    history_size: Count | None = setting("calls kept per scope", env="OTEL_LOOPGUARD_HISTORY_SIZE")
+    warning_threshold: Count | None = setting(
+        "repeats that warn", env="OTEL_LOOPGUARD_WARNING_THRESHOLD"
+    )
+    critical_threshold: Count | None = setting(
+        "repeats that block (raised above `warningThreshold`)",
+        env="OTEL_LOOPGUARD_CRITICAL_THRESHOLD",
+    )
+    unknown_tool_threshold: Count | None = setting(
+        "failures of one missing tool that block", env="OTEL_LOOPGUARD_UNKNOWN_TOOL_THRESHOLD"
+    )
+    global_circuit_breaker_threshold: Count | None = setting(
+        "identical outcomes that stop the run (raised above `criticalThreshold`)",
+        env="OTEL_LOOPGUARD_GLOBAL_CIRCUIT_BREAKER_THRESHOLD",
+    )
+    detectors: DetectorToggles | None = nested()
+    post_compaction_guard: PostCompactionGuardConfig | None = nested()
 
     # Beyond the seed's block: our own additions.
-    profile: Literal["loopguard", "openclaw"] | None = None
-    """``loopguard`` (default): OpenClaw's detectors with our improvements; ``openclaw``: every
-    verdict as OpenClaw 2026.9.6 gives it (README, 'Profiles')."""
-    observe_only: StrictBool | None = None
-    """Annotate and warn, never block or abort: for a safe roll-out."""
-    known_poll_tools: list[PollToolRule] | None = None
-    volatile_keys: list[Name] | None = None
-    """Keys whose values are ignored, at any depth, when fingerprinting results."""
-    veto_continues_streak: StrictBool | None = None
-    """A blocked call counts as one more identical outcome, so retries reach the breaker."""
-    breaker_aborts: StrictBool | None = None
-    """The global circuit breaker aborts the run instead of blocking one call."""
-    abort_after_criticals: Annotated[StrictInt, Field(ge=0)] | None = None
-    """The run is aborted at its n-th critical verdict in a scope (default 2); 0: never."""
-    warnings_to_model: StrictBool | None = None
-    """``guard.tool`` appends warning messages to the tool's result."""
-    budget: BudgetConfig | None = None
-    """What a scope may spend (tokens, cost, tool calls, seconds) before it is stopped."""
+    profile: Literal["loopguard", "openclaw"] | None = setting(
+        "`openclaw`: every verdict as OpenClaw 2026.9.6 gives it ([Profiles](profiles.md))"
+    )
+    observe_only: StrictBool | None = setting(
+        "annotate and warn, never block or abort", env="OTEL_LOOPGUARD_OBSERVE_ONLY"
+    )
+    known_poll_tools: list[PollToolRule] | None = setting(
+        "which calls are polls: a tool, or a tool with these argument values",
+        resolved="poll_rules",
+    )
+    volatile_keys: list[Name] | None = setting(
+        "result keys whose values are ignored at any depth (`[]`: none)"
+    )
+    veto_continues_streak: StrictBool | None = setting(
+        "a blocked call counts as one more identical outcome, so retries reach the breaker"
+    )
+    breaker_aborts: StrictBool | None = setting(
+        "the global circuit breaker aborts the run (`false`: blocks one call)"
+    )
+    abort_after_criticals: Annotated[StrictInt, Field(ge=0)] | None = setting(
+        "the run is aborted at its n-th critical verdict in a scope (the first blocks, the model "
+        "gets one more answer); `0`: never, blocked retries go on to the breaker"
+    )
+    warnings_to_model: StrictBool | None = setting(
+        "`@guard.tool` appends warning messages to the tool's result"
+    )
+    budget: BudgetConfig | None = nested()
 
     # Global only: they decide where a call belongs before its agent is known.
-    scope: StrictStr | None = None
-    tool_spans: list[ToolSpanRule] | None = None
-    compaction: CompactionRecognition | None = None
-    store: StoreConfig | None = None
-    metrics: MetricsConfig | None = None
-    pass_through_scopes: list[Name] | None = None
-    """Instrumentation scope names whose spans are never tool calls (HTTP, database, ...)."""
-    prices: dict[Name, ModelPrice] | None = None
+    scope: StrictStr | None = setting(
+        "`trace`, `conversation` (`gen_ai.conversation.id`, then `session.id`) or an attribute",
+        env="OTEL_LOOPGUARD_SCOPE",
+        allowed="'trace', 'conversation' or 'attribute:<attribute name>'",
+        global_only=True,
+    )
+    tool_spans: list[ToolSpanRule] | None = setting(
+        "extra tool-span rules: an attribute value, or a span-name pattern",
+        resolved="tool_span_rules",
+        global_only=True,
+    )
+    compaction: CompactionRecognition | None = nested(global_only=True)
+    store: StoreConfig | None = nested(global_only=True)
+    metrics: MetricsConfig | None = nested(global_only=True)
+    pass_through_scopes: list[Name] | None = setting(
+        "instrumentation scopes whose spans are never tool calls (`[]` reads every span)",
+        global_only=True,
+    )
+    prices: dict[Name, ModelPrice] | None = setting(
+        "per model, its price per million tokens: what a loop cost, and the `cost` budget",
+        global_only=True,
+    )
     """Per model (as spans name it: ``gen_ai.response.model``, else ``gen_ai.request.model``),
     its price per million tokens: what a loop cost, and the ``cost`` budget."""
-    currency: Name | None = None
-    """The currency of ``prices`` (default ``USD``), shown beside every cost."""
+    currency: Name | None = setting(
+        "the currency of `prices`, shown beside every cost", global_only=True
+    )
 
     @field_validator("scope")
     @classmethod
@@ -293,11 +178,22 @@ class LoopDetectionConfig(_Block):
         return value
 
 
-class _AgentTools(_Block):
+def _global_only(field: Any) -> bool:
+    extra = field.json_schema_extra
+    return isinstance(extra, dict) and extra.get("global") is True
+
+
+GLOBAL_ONLY: tuple[str, ...] = tuple(
+    name for name, field in LoopDetectionConfig.model_fields.items() if _global_only(field)
+)
+"""The fields only the global block may set (declared with ``global_only``)."""
+
+
+class _AgentTools(Block):
     loop_detection: LoopDetectionConfig | None = None
 
 
-class AgentEntry(_Block):
+class AgentEntry(Block):
     """One ``agents.list[]`` entry: an agent id and its override block."""
 
     id: Name
@@ -307,7 +203,7 @@ class AgentEntry(_Block):
     def _no_global_only_fields(self) -> AgentEntry:
         block = self.tools.loop_detection if self.tools else None
         if block is not None:
-            for name in _GLOBAL_ONLY:
+            for name in GLOBAL_ONLY:
                 if getattr(block, name) is not None:
                     raise ValueError(
                         f"{to_camel(name)!r} can only be set in the global tools.loopDetection "
@@ -321,18 +217,18 @@ class AgentEntry(_Block):
         return block if block is not None else LoopDetectionConfig()
 
 
-class _Tools(_Block):
+class _Tools(Block):
     loop_detection: LoopDetectionConfig | None = None
 
 
-class _OpenClawAgentTools(_Block):
+class _OpenClawAgentTools(Block):
     """An agent's ``tools`` in OpenClaw's map: its other keys are OpenClaw's, and ignored."""
 
     model_config = ConfigDict(extra="ignore")
     loop_detection: LoopDetectionConfig | None = None
 
 
-class OpenClawAgent(_Block):
+class OpenClawAgent(Block):
     """One value of OpenClaw's ``agents.entries`` map (``{"<id>": {"tools": {...}}}``).
 
     Keys other than ``tools`` (``default``, ``model``, ``workspace``, ...) are OpenClaw's own
@@ -343,7 +239,7 @@ class OpenClawAgent(_Block):
     tools: _OpenClawAgentTools | None = None
 
 
-class _Agents(_Block):
+class _Agents(Block):
     listed: list[AgentEntry] = Field(default_factory=list, alias="list")
     entries: dict[Name, OpenClawAgent] | None = None
     """OpenClaw's current shape: a map from agent id to the agent's settings."""
@@ -378,7 +274,7 @@ class _Agents(_Block):
         return [*self.listed, *self._mapped]
 
 
-class LoopGuardConfig(_Block):
+class LoopGuardConfig(Block):
     """The seed's whole shape: ``{tools: {loopDetection: {...}}, agents: {list: [...]}}``."""
 
     tools: _Tools | None = None

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
+from .detectors import SWITCHED
 from .globals import GlobalSettings, globals_of
 from .model import DetectorToggles, LoopDetectionConfig, LoopGuardConfig
 
@@ -88,6 +89,9 @@ DEFAULT_POLL_RULES = (
 
 WARN_AT = 0.8
 
+_ON = {d.name: d.on for d in SWITCHED}
+"""Each switched detector's default (``detectors.py`` declares it)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Budget:
@@ -111,18 +115,18 @@ class ResolvedConfig:
     critical_threshold: int = 20
     unknown_tool_threshold: int = 10
     global_circuit_breaker_threshold: int = 30
-    generic_repeat: bool = True
-    known_poll_no_progress: bool = True
-    ping_pong: bool = True
-    argument_churn: bool = True
-    shape_cycle: bool = True
-    state_recurrence: bool = False
-    edit_undone: bool = False
-    edit_resubmitted: bool = True
-    call_resubmitted: bool = True
-    no_tool_streak: bool = True
-    """The detectors of loops whose text changes (docs/detection.md); ``profile: openclaw``
-    has none of them."""
+    # One plain field per switched detector (read on every call), its default declared in
+    # detectors.py; a test holds the two to one another.
+    generic_repeat: bool = _ON["generic_repeat"]
+    known_poll_no_progress: bool = _ON["known_poll_no_progress"]
+    ping_pong: bool = _ON["ping_pong"]
+    argument_churn: bool = _ON["argument_churn"]
+    shape_cycle: bool = _ON["shape_cycle"]
+    state_recurrence: bool = _ON["state_recurrence"]
+    edit_undone: bool = _ON["edit_undone"]
+    edit_resubmitted: bool = _ON["edit_resubmitted"]
+    call_resubmitted: bool = _ON["call_resubmitted"]
+    no_tool_streak: bool = _ON["no_tool_streak"]
     compaction_window_size: int = 3
     observe_only: bool = False
     poll_rules: tuple[PollRule, ...] = DEFAULT_POLL_RULES
@@ -244,12 +248,7 @@ OPENCLAW_DEFAULTS = ResolvedConfig(
     openclaw_tool_names=True,
     rewarn_after_fading=False,
     text_results_parsed=False,
-    shape_cycle=False,
-    state_recurrence=False,
-    edit_undone=False,
-    edit_resubmitted=False,
-    call_resubmitted=False,
-    no_tool_streak=False,
+    **cast(dict[str, Any], {d.name: d.openclaw for d in SWITCHED}),
 )
 """``profile: openclaw``'s defaults: OpenClaw 2026.9.6's rules, no volatile keys of ours, a
 breaker that blocks one call. The thresholds are OpenClaw's too (it keeps them fixed; given
@@ -310,26 +309,18 @@ def _normalise(block: LoopDetectionConfig, label: str, notes: list[str]) -> Reso
     guard = block.post_compaction_guard
     # Laid over the profile's defaults: the fields only a profile sets (the rules where ours
     # and OpenClaw's differ) come with them.
+    switches = {
+        d.name: _pick(getattr(toggles, d.name), getattr(defaults, d.name)) for d in SWITCHED
+    }
     return replace(
         defaults,
+        **cast(dict[str, Any], switches),
         enabled=block.enabled,
         history_size=history,
         warning_threshold=warning,
         critical_threshold=critical,
         unknown_tool_threshold=block.unknown_tool_threshold or defaults.unknown_tool_threshold,
         global_circuit_breaker_threshold=breaker,
-        generic_repeat=_pick(toggles.generic_repeat, defaults.generic_repeat),
-        known_poll_no_progress=_pick(
-            toggles.known_poll_no_progress, defaults.known_poll_no_progress
-        ),
-        ping_pong=_pick(toggles.ping_pong, defaults.ping_pong),
-        argument_churn=_pick(toggles.argument_churn, defaults.argument_churn),
-        shape_cycle=_pick(toggles.shape_cycle, defaults.shape_cycle),
-        state_recurrence=_pick(toggles.state_recurrence, defaults.state_recurrence),
-        edit_undone=_pick(toggles.edit_undone, defaults.edit_undone),
-        edit_resubmitted=_pick(toggles.edit_resubmitted, defaults.edit_resubmitted),
-        call_resubmitted=_pick(toggles.call_resubmitted, defaults.call_resubmitted),
-        no_tool_streak=_pick(toggles.no_tool_streak, defaults.no_tool_streak),
         compaction_window_size=(guard and guard.window_size) or defaults.compaction_window_size,
         observe_only=_pick(block.observe_only, defaults.observe_only),
         poll_rules=(

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
+from ..config.blocks import store_url
 from ..config.loading import ConfigError
-from ..config.model import store_url
 from ..config.redaction import quoted_userinfo, redact_url
 from ..engine.state.codec import CodecError
 from .roundtrip import Limits, bounded

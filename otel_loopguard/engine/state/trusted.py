@@ -11,26 +11,16 @@ from __future__ import annotations
 import re
 
 from ...config.bounds import MAX_AMOUNT
+from ...config.detectors import DETECTORS as DECLARED
 from ..detection.budget import BUDGET_DETECTOR
 from ..identity.names import MAX_NAME_CHARS
 from ..messages import TAG, abort_message, message
-from ..verdict import COMPACTION_DETECTOR, OK, Verdict
+from ..verdict import OK, Verdict
 
 __all__ = ["MAX_COUNT", "is_ours"]
 
-DETECTORS = frozenset(
-    {
-        "generic_repeat",
-        "known_poll_no_progress",
-        "ping_pong",
-        "unknown_tool_repeat",
-        "argument_churn",
-        "global_circuit_breaker",
-        COMPACTION_DETECTOR,
-        BUDGET_DETECTOR,
-    }
-)
-"""Every detector that gives a verdict."""
+DETECTORS = frozenset(d.name for d in DECLARED)
+"""Every detector that gives a verdict, as declared (``config/detectors.py``)."""
 
 MAX_COUNT = MAX_AMOUNT
 """A count read back is at most this (a budget's tokens included): a larger one is forged.
