@@ -182,3 +182,88 @@ def loop_view(span: ProtoSpan | ReadableSpan) -> tuple[Any, ...]:
 def _plain(value: Any) -> Any:
     kind = value.WhichOneof("value")
     return None if kind is None else getattr(value, kind)
+
+
+def recorded(agent: Agent) -> list[ReadableSpan]:
+    """The agent's spans as they ended, read back from an in-memory exporter."""
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    send(agent, exporter)
+    return list(exporter.get_finished_spans())
+
+
+def request_body(spans: Sequence[ReadableSpan]) -> bytes:
+    """The spans as one OTLP/HTTP protobuf request body, as the SDK's exporter encodes them."""
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    return bytes(encode_spans(spans).SerializeToString())
+
+
+class BlockingHop:
+    """An OTLP/HTTP next hop that holds every request until ``release()``: ``arrived`` is set
+    when the first one is in (the receiver's sending thread is then waiting on it)."""
+
+    def __init__(self) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.arrived = threading.Event()
+        self._released = threading.Event()
+        self.bodies: list[bytes] = []
+        hop = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                if self.path == "/v1/traces":
+                    hop.bodies.append(body)
+                    hop.arrived.set()
+                    hop._released.wait(timeout=60)
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def release(self) -> None:
+        self._released.set()
+
+    def __enter__(self) -> BlockingHop:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+
+def post(
+    url: str, body: bytes, headers: Mapping[str, str] | None = None
+) -> tuple[int, dict[str, str], bytes]:
+    """POST ``body`` (protobuf unless the headers say otherwise): status, headers, body."""
+    import urllib.error
+    import urllib.request
+
+    sent = {"content-type": "application/x-protobuf", **(headers or {})}
+    request = urllib.request.Request(url, data=body, headers=sent)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, _lower(response.headers), response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, _lower(error.headers), error.read()
+
+
+def _lower(headers: Any) -> dict[str, str]:
+    return {name.lower(): value for name, value in headers.items()}
