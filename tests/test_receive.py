@@ -20,7 +20,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_loopguard import LoopGuard, LoopGuardSpanProcessor
-from otel_loopguard.recorded.otlp_file import request_to_json
+from otel_loopguard.cli.backtest import backtest
+from otel_loopguard.config.loading import load_config
+from otel_loopguard.recorded.otlp_file import OtlpJsonFileExporter, request_to_json
 from tests.otlp_receiver import OtlpReceiver
 from tests.receive_helpers import (
     Agent,
@@ -278,3 +280,73 @@ def test_the_loop_metrics_go_to_the_export_endpoint() -> None:
     }
     levels = {dict(key)["loopguard.action"]: count for key, count in points.items()}
     assert levels == {"warn": 1, "block": 1, "abort": 1}
+
+
+def ping_pong(calls: int = 24) -> Agent:
+    """An agent alternating between two calls whose results never change."""
+    a = ("read_file", '{"path": "a.txt"}', "aaa")
+    b = ("read_file", '{"path": "b.txt"}', "bbb")
+    return Agent(name="pinger", steps=[Step([a if n % 2 == 0 else b]) for n in range(calls)])
+
+
+def test_replay_of_the_same_spans_gives_the_receivers_verdicts(tmp_path: Path) -> None:
+    recording = tmp_path / "spans.jsonl"
+    with OtlpReceiver() as next_hop:
+        with receiving(base(next_hop.endpoint), env=STRICT) as running:
+            provider = TracerProvider()
+            provider.add_span_processor(
+                SimpleSpanProcessor(HttpExporter(endpoint=running.traces_url))
+            )
+            provider.add_span_processor(SimpleSpanProcessor(OtlpJsonFileExporter(recording)))
+            tracer = provider.get_tracer("agent")
+            for agent in (looping_agent(25), ping_pong()):
+                agent.run(tracer)
+            provider.shutdown()
+        forwarded = list(next_hop.spans)
+    (outcomes,) = backtest([str(recording)], [load_config({"enabled": True})])
+    replayed = {
+        outcome.run.trace_id: [
+            (
+                s.number,
+                s.tool,
+                s.verdict.level,
+                s.verdict.action,
+                s.verdict.detector,
+                s.verdict.count,
+            )
+            for s in outcome.steps
+        ]
+        for outcome in outcomes
+    }
+    received: dict[str, list[tuple[object, ...]]] = {}
+    for trace_id in {span.trace_id.hex() for span in forwarded}:
+        tools = sorted(
+            (
+                s
+                for s in forwarded
+                if s.trace_id.hex() == trace_id and s.name.startswith("execute_tool")
+            ),
+            key=lambda s: s.start_time_unix_nano,
+        )
+        steps = received[trace_id] = []
+        for number, span in enumerate(tools, 1):
+            marks = dict(loop_view(span)[1])
+            if "loopguard.level" not in marks:
+                continue
+            steps.append(
+                (
+                    number,
+                    span.name.removeprefix("execute_tool "),
+                    marks["loopguard.level"],
+                    marks["loopguard.action"],
+                    marks["loopguard.detector"],
+                    marks["loopguard.count"],
+                )
+            )
+            if marks["loopguard.action"] == "abort":
+                break  # replay reports a run up to its abort
+    assert received == replayed
+    assert {step[4] for steps in replayed.values() for step in steps} >= {
+        "generic_repeat",
+        "ping_pong",
+    }
