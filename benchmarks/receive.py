@@ -140,7 +140,8 @@ def main() -> None:
     base, with_detection = min(off), min(on)
     tools = sum(1 for s in spans if s.name.startswith("execute_tool"))
     print(
-        f"workload: {agents} agents, {len(spans)} spans ({tools} tool spans), {len(requests)} requests"
+        f"workload: {agents} agents, {len(spans)} spans ({tools} tool spans), "
+        f"{len(requests)} requests"
     )
     print(f"detection off: {base * 1e6:7.1f} us CPU a span = {1 / base:8.0f} spans/s per core")
     print(
