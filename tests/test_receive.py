@@ -350,3 +350,34 @@ def test_replay_of_the_same_spans_gives_the_receivers_verdicts(tmp_path: Path) -
         "generic_repeat",
         "ping_pong",
     }
+
+
+def test_spans_out_of_order_in_a_request_are_judged_in_the_order_the_processor_saw_them() -> None:
+    agent = looping_agent(25)
+    spans = recorded(agent)
+    shuffled = list(reversed(spans))  # children after their parents, the last call first
+    with OtlpReceiver() as next_hop:
+        with receiving(base(next_hop.endpoint), env=STRICT) as running:
+            assert post(running.traces_url, request_body(shuffled))[0] == 200
+        forwarded = [loop_view(span) for span in next_hop.spans]
+    assert forwarded == list(reversed(processor_views(agent)))  # each span as it came
+
+
+def test_its_state_is_bounded_by_max_scopes_and_evictions_are_counted(tmp_path: Path) -> None:
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"enabled": True, "store": {"maxScopes": 5}}))
+    agents = [looping_agent(1) for _ in range(20)]
+    with OtlpReceiver() as next_hop:
+        with receiving(base(next_hop.endpoint), "--config", str(config), env=STRICT) as running:
+            for agent in agents:
+                # The runs go on (their root spans have not ended): none is released.
+                spans = [span for span in recorded(agent) if span.parent is not None]
+                assert post(running.traces_url, request_body(spans))[0] == 200
+        metrics = {m.name: m for m in next_hop.metrics}
+    held = metrics["loopguard.state.scopes"].sum.data_points[-1].as_int
+    evicted = {
+        p.attributes[0].value.string_value: p.as_int
+        for p in metrics["loopguard.state.evictions"].sum.data_points
+    }
+    assert held == 5
+    assert evicted["lru"] == 15
