@@ -5,6 +5,7 @@ processor judges the same agent's."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -37,18 +38,21 @@ def node_modules() -> Path:
     modules = root / "node_modules"
     manifest = modules / "@opentelemetry" / "sdk-trace-node" / "package.json"
     exporter = modules / "@opentelemetry" / "exporter-trace-otlp-grpc" / "package.json"
-    if not (manifest.exists() and exporter.exists()):
-        npm = shutil.which("npm")
-        if npm is None or shutil.which("node") is None:
-            pytest.skip("node and npm are not installed: they run this test's agent")
-        root.mkdir(parents=True, exist_ok=True)
-        install = ["install", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"]
-        subprocess.run(
-            [npm, *install, "--prefix", str(root), *PACKAGES],
-            check=True,
-            capture_output=True,
-            timeout=600,
-        )
+    npm = shutil.which("npm")
+    if npm is None or shutil.which("node") is None:
+        pytest.skip("node and npm are not installed: they run this test's agent")
+    root.mkdir(parents=True, exist_ok=True)
+    # One install at a time (pytest-xdist's workers may all get here first).
+    with open(root / ".install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (manifest.exists() and exporter.exists()):
+            install = ["install", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"]
+            subprocess.run(
+                [npm, *install, "--prefix", str(root), *PACKAGES],
+                check=True,
+                capture_output=True,
+                timeout=600,
+            )
     return modules
 
 
