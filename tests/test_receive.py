@@ -381,3 +381,14 @@ def test_its_state_is_bounded_by_max_scopes_and_evictions_are_counted(tmp_path: 
     }
     assert held == 5
     assert evicted["lru"] == 15
+
+
+def test_the_kill_switch_forwards_every_span_unjudged() -> None:
+    agent = looping_agent(25)
+    with OtlpReceiver() as next_hop:
+        off = {**STRICT, "OTEL_LOOPGUARD_DISABLED": "true"}
+        with receiving(base(next_hop.endpoint), env=off) as running:
+            send(agent, HttpExporter(endpoint=running.traces_url))
+        forwarded = [loop_view(span) for span in next_hop.spans]
+    assert len(forwarded) == 1 + 1 + 2 + 2 + 25 * 2
+    assert not [view for view in forwarded if view[1] or view[3] or view[4]]

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import os
 import sys
 import threading
 from collections.abc import Callable
@@ -30,6 +31,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
 
+from ..config.environment import kill_switch, switched_off
 from ..config.loading import ConfigSource, load_config
 from ..config.settings import GlobalSettings, Settings, resolve
 from ..engine.state.store import InMemoryStore, Store
@@ -69,7 +71,7 @@ DEFAULT_MAX_BODY_BYTES = 8 << 20
 spans with content is a few hundred KiB; the Collector's own default bound is 20 MiB."""
 RETRY_AFTER_SECONDS = 1
 """What a sender refused for a full queue is told to wait before it retries."""
-_GRPC_UNAVAILABLE, _GRPC_RESOURCE_EXHAUSTED, _GRPC_INVALID_ARGUMENT = 14, 8, 3
+_GRPC_RESOURCE_EXHAUSTED, _GRPC_INVALID_ARGUMENT = 8, 3
 
 _logger = logging.getLogger("otel_loopguard")
 
@@ -157,6 +159,9 @@ def make_receiver(
     """A receiver forwarding to ``export`` (an OTLP/HTTP endpoint), its metrics beside."""
     traces_url, metrics_url = export_urls(export)
     settings = resolve(load_config(config))
+    if kill_switch(os.environ):
+        _logger.info("otel-loopguard is off: OTEL_LOOPGUARD_DISABLED=true")
+        settings = switched_off(settings)
     from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
 
     readers: list[MetricReader] = [
