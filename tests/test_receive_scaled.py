@@ -11,6 +11,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
+from opentelemetry.exporter.otlp.proto.grpc.exporter import Compression
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
 from opentelemetry.sdk.resources import Resource
@@ -123,7 +124,13 @@ def test_one_conversation_from_two_senders_is_judged_as_one_process_judges_it() 
             senders = []
             for service, exporter in (
                 ("agent-a", HttpExporter(endpoint=running.traces_url)),
-                ("agent-b", GrpcExporter(endpoint=running.grpc, insecure=True)),
+                # gzip, as the Collector's OTLP exporters send by default.
+                (
+                    "agent-b",
+                    GrpcExporter(
+                        endpoint=running.grpc, insecure=True, compression=Compression.Gzip
+                    ),
+                ),
             ):
                 provider = TracerProvider(resource=Resource.create({"service.name": service}))
                 provider.add_span_processor(SimpleSpanProcessor(exporter))
