@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from ..config.loading import ConfigError, load_config
 from ..recorded.otlp_file import OtlpFileError, OtlpJsonFileExporter
-from . import doctor, mcp_proxy, replay, serve, validate
+from . import doctor, mcp_proxy, receive, replay, serve, validate
 from .demo import DEMO_CONFIG, SCENARIOS, run_scenario
 
 if TYPE_CHECKING:
@@ -136,6 +136,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_parsers(commands)
     doctor.add_parser(commands)
     mcp_proxy.add_parser(commands)
+    receive.add_parser(commands)
     return parser
 
 

@@ -21,7 +21,7 @@ from ..otel import conventions
 from ..otel.spent import usage_of
 from .otlp_file import RecordedSpan
 
-__all__ = ["RecordedCall", "RecordedRun", "root_of", "runs_of", "trace_items"]
+__all__ = ["RecordedCall", "RecordedRun", "placed_items", "root_of", "runs_of", "trace_items"]
 
 _MAX_ANCESTORS = 256
 """How far up a span's ancestry an agent or scope is looked for: bounded, whatever the file."""
@@ -74,17 +74,24 @@ def trace_items(
 ) -> list[tuple[str, RecordedCall | Compaction | Spent]]:
     """One trace's calls, compactions and model calls with the run each belongs to, in the
     order the processor would have seen them (``by_id``: the trace's spans by span id)."""
+    return [(key, item) for key, _, item in placed_items(by_id, settings)]
+
+
+def placed_items(
+    by_id: Mapping[str, RecordedSpan], settings: GlobalSettings
+) -> list[tuple[str, RecordedSpan, RecordedCall | Compaction | Spent]]:
+    """:func:`trace_items` with the span each item was read from (``receive`` annotates it)."""
     trace = _Trace(by_id, settings)
-    placed: list[tuple[int, int, str, RecordedCall | Compaction | Spent]] = []
+    placed: list[tuple[int, int, str, RecordedSpan, RecordedCall | Compaction | Spent]] = []
     for order, span in enumerate(by_id.values()):
         item = trace.item(span)
         if item is None:
             continue
         key = trace.scope(span) or f"trace:{span.trace_id}"
         when = span.start if isinstance(item, RecordedCall) else span.end
-        placed.append((when, order, key, item))
+        placed.append((when, order, key, span, item))
     placed.sort(key=lambda p: (p[0], p[1]))
-    return [(key, item) for _, _, key, item in placed]
+    return [(key, span, item) for _, _, key, span, item in placed]
 
 
 class _Trace:
