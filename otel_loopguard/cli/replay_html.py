@@ -274,9 +274,15 @@ def _numbers(first: int, last: int) -> str:
     return f"#{first}" if first == last else f"#{first}-{last}"
 
 
-def _detection(step: Step) -> tuple[str, str | None, str, str, str | None]:
+def _tools(step: Step) -> tuple[str, ...]:
+    """The call's tool, or both tools of a ping-pong."""
+    paired = step.verdict.paired_tool
+    return tuple(sorted({step.tool, paired})) if paired else (step.tool,)
+
+
+def _detection(step: Step) -> tuple[tuple[str, ...], str, str, str | None]:
     v = step.verdict
-    return (step.tool, v.paired_tool, v.action, v.level, v.detector)
+    return (_tools(step), v.action, v.level, v.detector)
 
 
 def _detections(o: Outcome) -> Iterator[str]:
@@ -288,11 +294,10 @@ def _detections(o: Outcome) -> Iterator[str]:
         steps = list(group)
         first, last = steps[0], steps[-1]
         v = first.verdict
-        tools = sorted({first.tool, v.paired_tool}) if v.paired_tool else [first.tool]
         counts = str(v.count) if first is last else f"{v.count}..{last.verdict.count}"
         yield (
             f'<li class="{_kind(v)}">{_numbers(first.number, last.number)} '
-            f"<b>{_text(' / '.join(tools))}</b> {_label(v)} "
+            f"<b>{_text(' / '.join(_tools(first)))}</b> {_label(v)} "
             f"[{_text(v.detector)}, count {counts}] <q>{_text(v.message)}</q></li>"
         )
     yield "</ol>"
