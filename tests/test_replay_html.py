@@ -125,9 +125,17 @@ def _shown_runs(browser: Browser, selector: str) -> list[str]:
     )
 
 
-def test_every_detection_is_text_on_the_page_with_scripts_off(browser: Browser, page: Path) -> None:
+def _found(browser: Browser, text: str) -> bool:
+    """Whether the browser's find (case-sensitive, wrapping around) finds ``text``."""
+    found = browser.evaluate(f"window.find({json.dumps(text)}, true, false, true)")
+    assert isinstance(found, bool)
+    return found
+
+
+def test_the_browsers_find_finds_every_detection_with_scripts_off(
+    browser: Browser, page: Path
+) -> None:
     browser.open(page, scripts=False)
-    text = browser.evaluate("document.body.innerText")
     for detection in (
         "#11-12 search warning [generic_repeat, count 10..11]",
         f"#11-20 {IMG_TOOL} warning [generic_repeat, count 10..19]",
@@ -137,13 +145,8 @@ def test_every_detection_is_text_on_the_page_with_scripts_off(browser: Browser, 
         f"#20 {SCRIPT_TOOL} / other BLOCKED [ping_pong, count 20]",
         f"#21 {SCRIPT_TOOL} / other ABORTED [ping_pong, count 21]",
     ):
-        assert detection in text
-
-
-def test_the_browsers_find_finds_a_detection(browser: Browser, page: Path) -> None:
-    browser.open(page)
-    assert browser.evaluate("window.find('ping_pong, count 20')") is True
-    assert browser.evaluate("window.find('no such detection here')") is False
+        assert _found(browser, detection), detection
+    assert not _found(browser, "#23 search")
 
 
 def test_runs_are_listed_worst_first_in_the_summary_and_below_it(
@@ -163,15 +166,16 @@ def test_runs_are_listed_worst_first_in_the_summary_and_below_it(
 
 def test_recorded_names_are_text_and_make_no_element(browser: Browser, page: Path) -> None:
     browser.open(page)
-    assert browser.evaluate("document.querySelectorAll('img, #service, iframe, object').length") == 0
+    assert (
+        browser.evaluate("document.querySelectorAll('img, #service, iframe, object').length") == 0
+    )
     assert browser.evaluate("document.querySelectorAll('[onerror], [onload]').length") == 0
     assert browser.evaluate("document.scripts.length") == 1  # the page's own
     assert browser.evaluate("typeof window.pwned") == "undefined"
     assert not [e for e in browser.events if e["method"] == "Page.javascriptDialogOpening"]
-    text = browser.evaluate("document.body.innerText")
-    assert f"invoke_agent hostile ({SERVICE}): 30 tool calls" in text
-    assert SCRIPT_TOOL in text
-    assert '{"q": "\\"><svg onload=alert(2)>"}' in text  # the argument, as recorded (JSON)
+    assert _found(browser, f"invoke_agent hostile ({SERVICE}): 30 tool calls")
+    assert _found(browser, SCRIPT_TOOL)
+    assert _found(browser, '{"q": "\\"><svg onload=alert(2)>"}')  # the argument, as recorded
 
 
 def test_the_filters_narrow_the_runs_and_the_summary(browser: Browser, page: Path) -> None:
@@ -205,7 +209,7 @@ def test_a_run_shows_its_calls_spending_and_what_stopping_would_have_saved(
     browser.open(page)
     hostile = browser.evaluate(
         "Array.from(document.querySelectorAll('section.run'))"
-        ".find(s => s.textContent.includes('invoke_agent hostile')).innerText"
+        ".find(s => s.textContent.includes('invoke_agent hostile')).textContent"
     )
     # 30 model calls of 110 tokens; the 22nd call is aborted, after 22 of them: 8 would not run.
     assert "tokens: 3300 tokens in model calls" in hostile

@@ -428,7 +428,8 @@ td, th {{ padding: 1px 8px; text-align: left; vertical-align: top; }}
 #summary tr:nth-child(even) {{ background: #f4f4f4; }}
 #filters {{ position: sticky; top: 0; background: #fff; padding: 6px 0; }}
 #filters label {{ margin-right: 1em; }}
-.run {{ border-top: 1px solid #ccc; margin-top: 1em; }}
+.run {{ border-top: 1px solid #ccc; margin-top: 1em;
+  content-visibility: auto; contain-intrinsic-size: auto 40em; }}
 .calls {{ font-size: 12px; }}
 .calls td:nth-child(5)::before {{ content: "tokens so far: "; color: #888; }}
 code {{ white-space: pre-wrap; word-break: break-all; }}
