@@ -24,13 +24,17 @@ from ..engine.replay import UNRECORDED, Call
 from ..engine.usage import NOTHING_SPENT, Usage
 from ..engine.verdict import Verdict
 from .backtest import Outcome, Step, Tick
+from .replay_charts import chart, kind_of, strip
+from .replay_page import HEAD as _HEAD
+from .replay_page import SCRIPT as _SCRIPT
 
 __all__ = ["call_label", "render", "write"]
 
 EXCERPT_CHARS = 80
 """A call's arguments are shown up to this many characters (when they were recorded)."""
-_CHART_POINTS = 400
-"""A run's spending is drawn through at most this many of its calls."""
+_ROWS_LAID_OUT_TOGETHER = 200
+"""A run's calls are tables of this many rows, each laid out when it scrolls into view (a
+table cannot be skipped itself: it is wrapped in a block that can)."""
 _VERDICTS = ("aborted", "blocked", "critical", "warning", "nothing")
 """A run's verdict, worst first: its worst detection (critical: observe-only, not blocked)."""
 
@@ -248,7 +252,7 @@ def _card(card: _Card, several: bool) -> Iterator[str]:
     )
     yield from _detections(o)
     yield from _spending(o, card.currency)
-    yield from _strip(o)
+    yield strip(o)
     yield from _calls(o)
     yield "</section>"
 
@@ -259,15 +263,6 @@ def _label(verdict: Verdict) -> str:
     if verdict.action == "block":
         return "BLOCKED"
     return "critical (observe-only: not blocked)" if verdict.level == "critical" else "warning"
-
-
-def _kind(verdict: Verdict) -> str:
-    """The CSS class of a verdict: its colour."""
-    if verdict.action == "abort":
-        return "aborted"
-    if verdict.blocked:
-        return "blocked"
-    return "critical" if verdict.level == "critical" else "warning"
 
 
 def _numbers(first: int, last: int) -> str:
@@ -296,7 +291,7 @@ def _detections(o: Outcome) -> Iterator[str]:
         v = first.verdict
         counts = str(v.count) if first is last else f"{v.count}..{last.verdict.count}"
         yield (
-            f'<li class="{_kind(v)}">{_numbers(first.number, last.number)} '
+            f'<li class="{kind_of(v)}">{_numbers(first.number, last.number)} '
             f"<b>{_text(' / '.join(_tools(first)))}</b> {_label(v)} "
             f"[{_text(v.detector)}, count {counts}] <q>{_text(v.message)}</q></li>"
         )
@@ -324,67 +319,7 @@ def _spending(o: Outcome, currency: str) -> Iterator[str]:
         f"{_text(_money(o.in_loops, currency))} inside loops; stopping would have saved "
         f"{_text(saved)}</p>"
     )
-    yield _chart(o)
-
-
-def _chart(o: Outcome) -> str:
-    """Tokens (solid) and cost (dashed), each against its own maximum, over the run's calls;
-    a mark at each detection; the calls after the stop shaded."""
-    width, height = 600.0, 90.0
-    ticks = o.timeline
-    points = [(t.number - 1, t.spent) for t in ticks[:: max(1, len(ticks) // _CHART_POINTS)]]
-    points.append((o.calls, o.spent))
-    calls = max(o.calls, 1)
-    most_tokens, most_cost = max(o.spent.tokens, 1), o.spent.cost
-
-    def x(number: float) -> str:
-        return f"{number / calls * width:.1f}"
-
-    def line(values: Iterable[tuple[int, float]], top: float, dashed: bool) -> str:
-        coords = " ".join(f"{x(n)},{height - v / top * height:.1f}" for n, v in values)
-        dash = ' stroke-dasharray="4 3"' if dashed else ""
-        return f'<polyline class="line" points="{coords}"{dash}/>'
-
-    shapes = [line(((n, u.tokens) for n, u in points), most_tokens, False)]
-    if most_cost:
-        shapes.append(line(((n, u.cost) for n, u in points), most_cost, True))
-    if o.aborted_at is not None:
-        shapes.insert(
-            0,
-            f'<rect class="after" x="{x(o.aborted_at)}" y="0" '
-            f'width="{(o.calls - o.aborted_at) / calls * width:.1f}" height="{height:.0f}"/>',
-        )
-    for step in o.steps:
-        shapes.append(
-            f'<line class="{_kind(step.verdict)}" x1="{x(step.number - 0.5)}" y1="0" '
-            f'x2="{x(step.number - 0.5)}" y2="6"/>'
-        )
-    return (
-        f'<svg class="chart" viewBox="0 -8 {width:.0f} {height + 8:.0f}" '
-        f'preserveAspectRatio="none" role="img" aria-label="tokens over the calls">'
-        f"{''.join(shapes)}</svg>"
-    )
-
-
-def _strip(o: Outcome) -> Iterator[str]:
-    """One cell a call, coloured by its verdict (pale after the stop); runs of a colour merged."""
-    kinds = {s.number: _kind(s.verdict) for s in o.steps if s.number >= 1}
-    stop = o.aborted_at if o.aborted_at is not None else o.calls
-
-    def kind(number: int) -> str:
-        return kinds.get(number, "ok" if number <= stop else "unrun")
-
-    calls = max(o.calls, 1)
-    cells = []
-    number = 1
-    for cls, group in groupby(range(1, o.calls + 1), key=kind):
-        count = sum(1 for _ in group)
-        cells.append(f'<rect class="{cls}" x="{number - 1}" width="{count}" height="1"/>')
-        number += count
-    yield (
-        f'<svg class="strip" viewBox="0 0 {calls} 1" preserveAspectRatio="none" role="img" '
-        f'aria-label="calls by verdict">{"".join(cells)}</svg>'
-    )
+    yield chart(o)
 
 
 def _calls(o: Outcome) -> Iterator[str]:
@@ -399,12 +334,14 @@ def _calls(o: Outcome) -> Iterator[str]:
             return (tick.tool, tick.label, f"{_label(v)} [{v.detector}]")
         return (tick.tool, tick.label, "ok" if tick.number <= stop else "would not have run")
 
-    yield '<table class="calls"><tbody>'
-    for (tool, label, said), group in groupby(o.timeline, key=key):
+    yield '<div class="chunk"><table class="calls">'
+    for row, ((tool, label, said), group) in enumerate(groupby(o.timeline, key=key)):
+        if row and row % _ROWS_LAID_OUT_TOGETHER == 0:
+            yield '</table></div><div class="chunk"><table class="calls">'
         ticks = list(group)
         first = ticks[0]
         cls = (
-            _kind(verdicts[first.number].verdict)
+            kind_of(verdicts[first.number].verdict)
             if first.number in verdicts
             else ("ok" if first.number <= stop else "unrun")
         )
@@ -413,72 +350,4 @@ def _calls(o: Outcome) -> Iterator[str]:
             f"<td>{_text(tool)}</td><td><code>{_text(label)}</code></td><td>{_text(said)}</td>"
             f"<td>{first.spent.tokens}</td></tr>"
         )
-    yield "</tbody></table>"
-
-
-_HEAD = """<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="{csp}">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{title}</title>
-<style>
-body {{ font: 14px/1.4 system-ui, sans-serif; margin: 1em 2em; color: #222; }}
-table {{ border-collapse: collapse; }}
-td, th {{ padding: 1px 8px; text-align: left; vertical-align: top; }}
-#summary tr:nth-child(even) {{ background: #f4f4f4; }}
-#filters {{ position: sticky; top: 0; background: #fff; padding: 6px 0; }}
-#filters label {{ margin-right: 1em; }}
-.run {{ border-top: 1px solid #ccc; margin-top: 1em;
-  content-visibility: auto; contain-intrinsic-size: auto 40em; }}
-.calls {{ font-size: 12px; }}
-.calls td:nth-child(5)::before {{ content: "tokens so far: "; color: #888; }}
-code {{ white-space: pre-wrap; word-break: break-all; }}
-q {{ color: #555; }}
-.chart, .strip {{ display: block; width: 100%; max-width: 900px; }}
-.chart {{ height: 90px; background: #fafafa; }}
-.strip {{ height: 14px; margin: 4px 0; }}
-.line {{ fill: none; stroke: #246; stroke-width: 1.5; vector-effect: non-scaling-stroke; }}
-line {{ stroke-width: 2; vector-effect: non-scaling-stroke; }}
-rect.after, rect.unrun {{ fill: #ddd; }}
-rect.ok {{ fill: #8bc48b; }}
-.warning {{ color: #a60; fill: #e0a020; stroke: #e0a020; }}
-.critical {{ color: #c40; fill: #f06020; stroke: #f06020; }}
-.blocked {{ color: #c00; fill: #d02020; stroke: #d02020; }}
-.aborted {{ color: #800; fill: #800; stroke: #800; font-weight: bold; }}
-tr.unrun {{ color: #999; }}
-</style></head><body>"""
-
-_SCRIPT = """(function () {
-  "use strict";
-  var q = document.getElementById("q");
-  var detector = document.getElementById("detector");
-  var verdict = document.getElementById("verdict");
-  var shown = document.getElementById("shown");
-  var cards = Array.prototype.slice.call(document.querySelectorAll("section[data-run]"));
-  var rows = {};
-  Array.prototype.forEach.call(document.querySelectorAll("tr[data-run]"), function (row) {
-    rows[row.getAttribute("data-run")] = row;
-  });
-  var texts = null;
-  function apply() {
-    var text = q.value.toLowerCase();
-    var d = detector.value;
-    var v = verdict.value;
-    if (text && texts === null) {
-      texts = cards.map(function (card) { return card.textContent.toLowerCase(); });
-    }
-    var count = 0;
-    cards.forEach(function (card, i) {
-      var ok = (!d || card.getAttribute("data-detectors").split(" ").indexOf(d) >= 0) &&
-        (!v || card.getAttribute("data-verdict") === v) &&
-        (!text || texts[i].indexOf(text) >= 0);
-      card.hidden = !ok;
-      rows[card.getAttribute("data-run")].hidden = !ok;
-      if (ok) { count += 1; }
-    });
-    shown.textContent = count + " of " + cards.length + " shown";
-  }
-  q.addEventListener("input", apply);
-  detector.addEventListener("change", apply);
-  verdict.addEventListener("change", apply);
-}());"""
+    yield "</table></div>"
