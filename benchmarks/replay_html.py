@@ -10,9 +10,10 @@ the rest make a new call each time. Then:
 - ``otel-loopguard replay FILE`` and ``otel-loopguard replay FILE --html PAGE``, each in a
   subprocess: CPU seconds (start-up included), so the page's share is the difference;
 - the page opened in headless Chromium (Debian's ``chromium``, driven as the tests drive it):
-  wall seconds from navigation to the load event, the browser's own navigation timing
-  (``domContentLoadedEventEnd``, ``loadEventEnd``), the first contentful paint, and one text
-  filter over every run (``performance.now()`` around it, in the page).
+  wall seconds from navigation to the load event (and for a copy laid out all at once,
+  without its ``content-visibility`` rules, opened first in the same browser), the browser's
+  own navigation timing (``domContentLoadedEventEnd``, ``loadEventEnd``), the first
+  contentful paint, and one text filter over every run (``performance.now()`` around it).
 
 Nothing asserts a time: the figures are printed.
 """
@@ -119,7 +120,14 @@ def main() -> None:
         print(f"corpus: {args.runs} runs, {args.runs * args.calls} tool calls")
         print(f"replay, text only: {text_cpu:.2f} s CPU; with --html: {page_cpu:.2f} s CPU")
         print(f"page: {page.stat().st_size / 1e6:.2f} MB")
+        # The same page with every part laid out at once, for comparison: what the
+        # ``content-visibility: auto`` rules save.
+        eager = Path(directory) / "eager.html"
+        eager.write_text(page.read_text().replace("content-visibility: auto;", ""))
         with Browser(width=1280, height=900) as browser:
+            started = time.monotonic()
+            browser.open(eager)
+            opened_eager = time.monotonic() - started
             started = time.monotonic()
             browser.open(page)
             opened = time.monotonic() - started
@@ -136,7 +144,10 @@ def main() -> None:
             )
             sections = browser.evaluate("document.querySelectorAll('section.run').length")
         dom, load, paint = timing
-        print(f"chromium: opened (navigation to load event) in {opened:.2f} s wall")
+        print(
+            f"chromium: opened (navigation to load event) in {opened:.2f} s wall; laid out "
+            f"at once: {opened_eager:.2f} s ({opened_eager / opened:.1f}x)"
+        )
         print(
             f"chromium: DOMContentLoaded {dom / 1000:.2f} s, load {load / 1000:.2f} s, "
             + (f"first contentful paint {paint / 1000:.2f} s" if paint else "no paint timing")

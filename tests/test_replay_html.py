@@ -17,6 +17,10 @@ from typing import Any
 
 import pytest
 
+from otel_loopguard import load_config
+from otel_loopguard.cli.backtest import backtest
+from otel_loopguard.cli.replay_html import call_label
+
 from .chromium import Browser, chromium_path, png_pixels
 from .test_cli import run
 
@@ -264,3 +268,38 @@ def test_an_unwritable_html_file_is_one_clear_error(tmp_path: Path) -> None:
     assert result.stderr == (
         f"otel-loopguard: error: --html {target}: cannot write: No such file or directory\n"
     )
+
+
+def _claude_code_with_tools_named(path: Path, name: str) -> Path:
+    """The Claude Code session of tests/data, every tool it calls renamed ``name``."""
+    lines = []
+    for line in (
+        (Path(__file__).parent / "data" / "agent_logs" / "claude-code-session.jsonl")
+        .read_text()
+        .splitlines()
+    ):
+        entry = json.loads(line)
+        content = entry.get("message", {}).get("content")
+        for block in content if isinstance(content, list) else ():
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                block["name"] = name
+        lines.append(json.dumps(entry) + "\n")
+    path.write_text("".join(lines))
+    return path
+
+
+@pytest.mark.parametrize("kind", ["otlp", "claude code"])
+def test_the_timeline_keeps_a_huge_tool_name_bounded(tmp_path: Path, kind: str) -> None:
+    huge = "t" * 100_000
+    if kind == "otlp":
+        recording = tmp_path / "huge.jsonl"
+        recording.write_text(
+            _trace(1, "invoke_agent huge", "svc", [("tool", (huge, {"a": 1}, "x"))] * 3)
+        )
+    else:
+        recording = _claude_code_with_tools_named(tmp_path / "session.jsonl", huge)
+    (outcomes,) = backtest([str(recording)], [load_config({"enabled": True})], label=call_label)
+    ticks = [tick for outcome in outcomes for tick in outcome.timeline]
+    assert ticks
+    assert {len(tick.tool) for tick in ticks} == {128}
+    assert {tick.tool[:111] for tick in ticks} == {"t" * 111}

@@ -21,6 +21,7 @@ from ..config.globals import GlobalSettings
 from ..config.model import LoopGuardConfig
 from ..config.settings import Settings, resolve
 from ..engine.identity.digests import Digester
+from ..engine.identity.names import bounded
 from ..engine.replay import Call, Compaction, Replayer, Spent
 from ..engine.usage import NOTHING_SPENT, Usage
 from ..engine.verdict import Verdict
@@ -282,7 +283,9 @@ class _Run:
         self._calls += 1
         if self._label is not None:
             call = item.call
-            self._timeline.append(Tick(self._calls, call.tool, self._label(call), self._total))
+            # Kept to the end of the replay: a name as long as an agent's log allows is cut.
+            tool = bounded(call.tool)
+            self._timeline.append(Tick(self._calls, tool, self._label(call), self._total))
         if stopped:
             return  # the run stopped at its abort: the calls after it would not have been made
         number = self._calls
