@@ -210,21 +210,19 @@ def png_pixels(png: bytes) -> tuple[int, int, list[bytes]]:
     rows: list[bytes] = []
     previous = bytearray(stride)
     for y in range(height):
-        kind, line = (
-            raw[y * (stride + 1)],
-            bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)]),
-        )
+        start = y * (stride + 1)
+        method, line = raw[start], bytearray(raw[start + 1 : start + 1 + stride])
         for i in range(stride):
             left = line[i - channels] if i >= channels else 0
             up = previous[i]
             up_left = previous[i - channels] if i >= channels else 0
-            if kind == 1:
+            if method == 1:
                 line[i] = (line[i] + left) & 0xFF
-            elif kind == 2:
+            elif method == 2:
                 line[i] = (line[i] + up) & 0xFF
-            elif kind == 3:
+            elif method == 3:
                 line[i] = (line[i] + (left + up) // 2) & 0xFF
-            elif kind == 4:
+            elif method == 4:
                 p = left + up - up_left
                 pa, pb, pc = abs(p - left), abs(p - up), abs(p - up_left)
                 nearest = left if pa <= pb and pa <= pc else up if pb <= pc else up_left

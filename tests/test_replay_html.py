@@ -121,12 +121,13 @@ def browser() -> Iterator[Browser]:
 
 def _shown_runs(browser: Browser, selector: str) -> list[str]:
     """The root span names of the runs ``selector`` finds that are not hidden, in page order."""
-    return browser.evaluate(
+    shown: list[str] = browser.evaluate(
         f"Array.from(document.querySelectorAll({json.dumps(selector)}))"
         ".filter(e => !e.hidden)"
         ".map(e => (e.querySelector('a') || e.querySelector('h3')).textContent)"
         ".map(name => name.match(/invoke_agent [a-z]+/)[0])"
     )
+    return shown
 
 
 def _found(browser: Browser, text: str) -> bool:
@@ -303,3 +304,39 @@ def test_the_timeline_keeps_a_huge_tool_name_bounded(tmp_path: Path, kind: str) 
     assert ticks
     assert {len(tick.tool) for tick in ticks} == {128}
     assert {tick.tool[:111] for tick in ticks} == {"t" * 111}
+
+
+def test_several_configurations_and_prices_each_get_their_runs(
+    browser: Browser, tmp_path: Path
+) -> None:
+    recording = _recording(tmp_path / "recording.jsonl")
+    watch = tmp_path / "watch.json"
+    watch.write_text('{"enabled": true, "observeOnly": true}')
+    enforce = tmp_path / "enforce.json"
+    enforce.write_text('{"enabled": true}')
+    prices = tmp_path / "prices.json"
+    prices.write_text('{"prices": {"m": {"input": 1.0, "output": 2.0}}, "currency": "EUR"}')
+    out = tmp_path / "report.html"
+    result = run(
+        "replay", str(recording), "--config", str(enforce), "--config", str(watch),
+        "--prices", str(prices), "--html", str(out),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    browser.open(out)
+    rows = browser.evaluate(
+        "Array.from(document.querySelectorAll('#summary tbody tr'))"
+        ".map(r => [r.cells[0].textContent.match(/invoke_agent [a-z]+/)[0], "
+        "r.cells[2].textContent.endsWith('watch.json') ? 'watch' : 'enforce', "
+        "r.cells[3].textContent])"
+    )
+    assert rows[:4] == [
+        ["invoke_agent hostile", "enforce", "aborted"],
+        ["invoke_agent pingpong", "enforce", "aborted"],
+        ["invoke_agent hostile", "watch", "critical"],
+        ["invoke_agent pingpong", "watch", "critical"],
+    ]
+    assert len(rows) == 10
+    # 30 model calls of 100 input and 10 output tokens, at 1 and 2 EUR a million.
+    assert _found(browser, "tokens: 3300 tokens (cost 0.0036 EUR) in model calls")
+    dashed = "section.run polyline[stroke-dasharray]"
+    assert browser.evaluate(f"document.querySelectorAll('{dashed}').length") == 2
