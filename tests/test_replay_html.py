@@ -152,6 +152,9 @@ def test_the_browsers_find_finds_every_detection_with_scripts_off(
     ):
         assert _found(browser, detection), detection
     assert not _found(browser, "#23 search")
+    # Shown as they are, nothing to open: each detection rendered, none collapsed or hidden.
+    shown = "Array.from(document.querySelectorAll('.detections li')).map(e => e.checkVisibility())"
+    assert browser.evaluate(shown) == [True] * 7
 
 
 def test_runs_are_listed_worst_first_in_the_summary_and_below_it(
@@ -181,6 +184,26 @@ def test_recorded_names_are_text_and_make_no_element(browser: Browser, page: Pat
     assert _found(browser, f"invoke_agent hostile ({SERVICE}): 30 tool calls")
     assert _found(browser, SCRIPT_TOOL)
     assert _found(browser, '{"q": "\\"><svg onload=alert(2)>"}')  # the argument, as recorded
+
+
+def test_the_pages_policy_runs_no_script_but_its_own(browser: Browser, page: Path) -> None:
+    browser.open(page)
+    # As if a name had got past the escape: an inline script and a handler, added to the page.
+    browser.evaluate(
+        "(() => { const s = document.createElement('script');"
+        " s.textContent = 'window.injected = 1'; document.body.append(s);"
+        " const d = document.createElement('div');"
+        " d.setAttribute('onclick', 'window.clicked = 1'); document.body.append(d); d.click(); })()"
+    )
+    assert browser.evaluate("typeof window.injected") == "undefined"
+    assert browser.evaluate("typeof window.clicked") == "undefined"
+    # The page's own script runs: its filter answers.
+    assert browser.evaluate("document.getElementById('shown').textContent") == "5 of 5 shown"
+    browser.evaluate(
+        "(() => { const v = document.getElementById('verdict'); v.value = 'warning';"
+        " v.dispatchEvent(new Event('change')); })()"
+    )
+    assert browser.evaluate("document.getElementById('shown').textContent") == "1 of 5 shown"
 
 
 def test_the_filters_narrow_the_runs_and_the_summary(browser: Browser, page: Path) -> None:
