@@ -32,6 +32,8 @@ __all__ = ["call_label", "render", "write"]
 
 EXCERPT_CHARS = 80
 """A call's arguments are shown up to this many characters (when they were recorded)."""
+_FILES_NAMED = 4
+"""The page names the files read up to this many, as the text report does."""
 _ROWS_LAID_OUT_TOGETHER = 200
 """A run's calls are tables of this many rows, each laid out when it scrolls into view (a
 table cannot be skipped itself: it is wrapped in a block that can)."""
@@ -118,7 +120,7 @@ def render(
     several = len(results) > 1
     runs = len(results[0][1]) if results else 0
     calls = sum(o.calls for o in results[0][1]) if results else 0
-    read = ", ".join(files)
+    read = ", ".join(files) if len(files) <= _FILES_NAMED else f"{len(files)} files"
     parts = [
         _HEAD.format(title=_text(f"otel-loopguard replay: {runs} runs"), csp=_csp()),
         "<header><h1>otel-loopguard replay</h1>",
