@@ -21,7 +21,8 @@ from ..config.globals import GlobalSettings
 from ..config.model import LoopGuardConfig
 from ..config.settings import Settings, resolve
 from ..engine.identity.digests import Digester
-from ..engine.replay import Compaction, Replayer, Spent
+from ..engine.identity.names import bounded
+from ..engine.replay import Call, Compaction, Replayer, Spent
 from ..engine.usage import NOTHING_SPENT, Usage
 from ..engine.verdict import Verdict
 from ..recorded.agent_logs import Format, format_of
@@ -31,7 +32,7 @@ from ..recorded.runs import RecordedCall, RecordedRun, root_of, trace_items
 from ..recorded.traces import Trace, TraceWindow
 from ..recorded.trajectories import read_mini_swe_agent, read_swe_agent
 
-__all__ = ["MODEL_REPLY", "Outcome", "RunInfo", "Step", "backtest"]
+__all__ = ["MODEL_REPLY", "Outcome", "RunInfo", "Step", "Tick", "backtest"]
 
 MODEL_REPLY = "(model reply)"
 """The tool a step names when a model call, not a tool call, was warned (replies that called
@@ -60,6 +61,18 @@ class Step:
 
 
 @dataclass(frozen=True, slots=True)
+class Tick:
+    """One recorded call on a run's timeline (kept only when a timeline is asked for)."""
+
+    number: int
+    tool: str
+    label: str
+    """What ``backtest``'s ``label`` made of the call."""
+    spent: Usage
+    """What the run's model calls had spent when the call was made."""
+
+
+@dataclass(frozen=True, slots=True)
 class Outcome:
     """One run replayed under one configuration."""
 
@@ -74,20 +87,26 @@ class Outcome:
     """What was spent inside the loops detected."""
     saved: Usage | None = None
     """What was spent after the point where the guard would have stopped the run."""
+    timeline: tuple[Tick, ...] = ()
+    """Every recorded call, those after the stop too (only when ``backtest`` is given a
+    ``label``)."""
 
 
 def backtest(
     files: Sequence[str],
     configs: Sequence[LoopGuardConfig],
     progress: Callable[[str], Callable[[int, int], None] | None] | None = None,
+    label: Callable[[Call], str] | None = None,
 ) -> list[list[Outcome]]:
     """Each configuration's outcomes, one per run, in the order the runs first appear.
 
     ``progress(file)`` gives the callback for reading ``file`` (see ``read_spans``), or ``None``.
+    ``label``: with it, each outcome keeps its run's timeline, each call labelled by it (memory
+    grows with the calls, not only with the detections).
     """
     settings = [resolve(config) for config in configs]
     window = TraceWindow(ordered=any(s.globals.scope != "trace" for s in settings))
-    replays = [_Runs(s) for s in settings]
+    replays = [_Runs(s, label) for s in settings]
     with _collector_paused() as spans_read:
         for file in files:
             kind = format_of(file)
@@ -168,10 +187,11 @@ def _collector_paused() -> Iterator[Callable[[], None]]:
 class _Runs:
     """One configuration's runs: those still being fed, and the outcomes of those finished."""
 
-    __slots__ = ("_created", "_digester", "_finished", "_live", "settings")
+    __slots__ = ("_created", "_digester", "_finished", "_label", "_live", "settings")
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, label: Callable[[Call], str] | None) -> None:
         self.settings = settings
+        self._label = label
         self._digester = Digester()  # the runs' recent argument texts, shared
         self._live: dict[str, tuple[tuple[int, int], _Run]] = {}
         self._finished: list[tuple[tuple[int, int], Outcome]] = []
@@ -191,7 +211,7 @@ class _Runs:
                 info = RunInfo(trace.trace_id, root.name, root.service)
                 entry = self._live[key] = (
                     (trace.number, self._created),
-                    _Run(info, Replayer(self.settings, self._digester)),
+                    _Run(info, Replayer(self.settings, self._digester), self._label),
                 )
                 self._created += 1
             entry[1].feed(item)
@@ -203,7 +223,7 @@ class _Runs:
     def add_run(self, order: int, run: RecordedRun) -> None:
         """A whole run read from an agent's log, placed after the ``order`` traces before it."""
         info = RunInfo(run.trace_id, run.root, run.service, traced=False)
-        replayed = _Run(info, Replayer(self.settings, self._digester))
+        replayed = _Run(info, Replayer(self.settings, self._digester), self._label)
         for item in run.items:
             replayed.feed(item)
         self._finished.append(((order, self._created), replayed.outcome()))
@@ -225,15 +245,21 @@ class _Run:
         "_calls",
         "_in_loops",
         "_info",
+        "_label",
         "_replayer",
+        "_timeline",
         "_total",
         "aborted_at",
         "steps",
     )
 
-    def __init__(self, info: RunInfo, replayer: Replayer) -> None:
+    def __init__(
+        self, info: RunInfo, replayer: Replayer, label: Callable[[Call], str] | None
+    ) -> None:
         self._info = info
         self._replayer = replayer
+        self._label = label
+        self._timeline: list[Tick] = []
         self.steps: list[Step] = []
         self.aborted_at: int | None = None
         self._calls = 0
@@ -255,6 +281,11 @@ class _Run:
                 self._replayer.feed(item)
             return
         self._calls += 1
+        if self._label is not None:
+            call = item.call
+            # Kept to the end of the replay: a name as long as an agent's log allows is cut.
+            tool = bounded(call.tool)
+            self._timeline.append(Tick(self._calls, tool, self._label(call), self._total))
         if stopped:
             return  # the run stopped at its abort: the calls after it would not have been made
         number = self._calls
@@ -285,4 +316,5 @@ class _Run:
             self._total,
             self._in_loops,
             saved,
+            tuple(self._timeline),
         )

@@ -23,6 +23,7 @@ from ..engine.identity.names import escaped
 from ..engine.usage import NOTHING_SPENT, Usage
 from ..engine.verdict import COMPACTION_DETECTOR, Verdict
 from ..recorded.otlp_file import OtlpFileError
+from . import replay_html
 from .backtest import Outcome as _Outcome
 from .backtest import Step as _Step
 from .backtest import backtest
@@ -80,6 +81,15 @@ def add_parser(commands: Any) -> None:
         "--all", action="store_true", help="also list the runs where nothing would have fired"
     )
     parser.add_argument(
+        "--html",
+        metavar="FILE",
+        help=(
+            "also write the report as one self-contained HTML page to FILE: every run (those "
+            "where nothing fired too), worst first, filterable, with its calls, detections and "
+            "spending"
+        ),
+    )
+    parser.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -97,10 +107,19 @@ def main(args: argparse.Namespace) -> int:
         configs = [(label, _priced(config, priced)) for label, config in configs]
     with ExitStack() as bars:
         results = backtest(
-            args.files, [config for _, config in configs], _progress(args.progress, bars)
+            args.files,
+            [config for _, config in configs],
+            _progress(args.progress, bars),
+            replay_html.call_label if args.html else None,
         )
     labelled = [(label, outcomes) for (label, _), outcomes in zip(configs, results, strict=True)]
     print("\n".join(_report(labelled, args.files, show_all=args.all)))
+    if args.html:
+        currencies = [config.loop_detection.currency or "USD" for _, config in configs]
+        try:
+            replay_html.write(args.html, labelled, args.files, currencies)
+        except OSError as exc:
+            raise OtlpFileError(f"--html {args.html}: cannot write: {exc.strerror}") from None
     return 0
 
 
