@@ -19,7 +19,7 @@ from typing import Any
 
 from ..config.loading import load_config
 from ..config.model import LoopDetectionConfig, LoopGuardConfig
-from ..engine.identity.names import escaped
+from ..engine.messages import escaped
 from ..engine.usage import NOTHING_SPENT, Usage
 from ..engine.verdict import COMPACTION_DETECTOR, Verdict
 from ..recorded.otlp_file import OtlpFileError
