@@ -40,7 +40,7 @@ sys.path.insert(1, str(HERE))
 
 import third_corpus  # noqa: E402
 
-from otel_loopguard.cli.backtest import Outcome, _Runs, backtest  # noqa: E402
+from otel_loopguard.recorded.backtest import Outcome, _Runs, backtest  # noqa: E402
 from otel_loopguard.config.loading import load_config  # noqa: E402
 from otel_loopguard.config.model import LoopGuardConfig  # noqa: E402
 from otel_loopguard.config.settings import resolve  # noqa: E402
