@@ -7,8 +7,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 
-from ..engine.verdict import Verdict
-from ..guard import LoopGuard
+from .. import LoopGuard, Verdict
 
 __all__ = ["UNKNOWN_TOOL", "MissingTools"]
 
