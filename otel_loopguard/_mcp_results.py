@@ -18,15 +18,6 @@ from .tool import to_attribute
 if TYPE_CHECKING:
     from mcp.types import CallToolResult
 
-__all__ = [
-    "WARNING_KEY",
-    "dump",
-    "error_result",
-    "outcome_of",
-    "warned",
-    "with_warning",
-]
-
 WARNING_KEY = "loopguard/warning"
 """The key a warning is put under in a result's ``structuredContent`` (an object): a client
 that reads only the structured result sees the warning too."""

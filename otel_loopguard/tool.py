@@ -21,8 +21,6 @@ from .engine.verdict import Verdict, exception_for
 from .otel.current import current_context
 from .otel.runtime import Runtime
 
-__all__ = ["guarded_tool", "to_attribute"]
-
 F = TypeVar("F", bound=Callable[..., Any])
 
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["TAG", "abort_message", "escaped", "message", "strip_messages"]
-
 TAG = "[loopguard]"
 """Ends every message, so a result that carries one back (a warning shown to the model) can be
 recognised and fingerprinted without it: otherwise each new count would look like progress."""

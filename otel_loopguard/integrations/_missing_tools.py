@@ -9,8 +9,6 @@ from collections.abc import Sequence
 
 from .. import LoopGuard, Verdict
 
-__all__ = ["UNKNOWN_TOOL", "MissingTools"]
-
 UNKNOWN_TOOL = "Unknown tool: {name}"
 """The outcome recorded for such a call: the frameworks' own answers (``Requested function "X"
 not found.``, ``The tool call with name `X` is not part of the provided tools``) name no

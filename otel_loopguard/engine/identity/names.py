@@ -10,8 +10,6 @@ from __future__ import annotations
 import re
 from hashlib import sha256
 
-__all__ = ["MAX_NAME_CHARS", "bounded", "openclaw_tool_name", "unknown_tool_name"]
-
 MAX_NAME_CHARS = 128
 """Tool names, agent, call and scope ids longer than this are kept as a prefix and a digest."""
 

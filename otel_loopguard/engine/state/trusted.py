@@ -16,8 +16,6 @@ from ..identity.names import MAX_NAME_CHARS
 from ..messages import TAG, abort_message, message
 from ..verdict import COMPACTION_DETECTOR, OK, Verdict
 
-__all__ = ["MAX_COUNT", "is_ours"]
-
 DETECTORS = frozenset(
     {
         "generic_repeat",
