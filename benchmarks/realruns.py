@@ -40,12 +40,12 @@ sys.path.insert(1, str(HERE))
 
 import third_corpus  # noqa: E402
 
-from otel_loopguard.cli.backtest import Outcome, _Runs, backtest  # noqa: E402
 from otel_loopguard.config.loading import load_config  # noqa: E402
 from otel_loopguard.config.model import LoopGuardConfig  # noqa: E402
 from otel_loopguard.config.settings import resolve  # noqa: E402
 from otel_loopguard.engine.replay import Spent  # noqa: E402
 from otel_loopguard.engine.usage import NOTHING_SPENT, Usage  # noqa: E402
+from otel_loopguard.recorded.backtest import Outcome, _Runs, backtest  # noqa: E402
 from otel_loopguard.recorded.runs import RecordedCall  # noqa: E402
 from otel_loopguard.recorded.trajectories import read_mini_swe_agent, read_swe_agent  # noqa: E402
 

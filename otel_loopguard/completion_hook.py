@@ -35,6 +35,7 @@ from typing import Any, NamedTuple, Protocol
 
 from opentelemetry import trace
 
+from ._proposals import Proposals, ScopeProposals
 from .config.settings import ResolvedConfig
 from .engine.identity.digests import OutcomeDigest, digest_outcome
 from .engine.identity.names import bounded
@@ -46,7 +47,6 @@ from .otel.annotations import Mark
 from .otel.live import LiveSpan
 from .otel.outcomes import mark_of
 from .otel.runtime import Runtime, runtime_of
-from .proposals import Proposals, ScopeProposals
 
 __all__ = [
     "ENV_COMPLETION_HOOK",

@@ -10,7 +10,7 @@ from typing import Any, ParamSpec, TypeVar, overload
 
 from opentelemetry import metrics, trace
 
-from .arguments import Misuse, batch_arguments, check_arguments
+from ._arguments import Misuse, batch_arguments, check_arguments
 from .config.environment import kill_switch, switched_off
 from .config.loading import ConfigSource, load_config
 from .config.model import LoopGuardConfig

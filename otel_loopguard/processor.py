@@ -11,8 +11,6 @@ from .guard import LoopGuard
 from .otel.annotations import EVENT_NAME, enriched_copy, event_attributes
 from .otel.lifecycle import Ended, Lifecycle
 
-__all__ = ["LoopGuardSpanProcessor"]
-
 
 class LoopGuardSpanProcessor(SpanProcessor):
     """Feeds tool spans to a :class:`LoopGuard` and annotates them with its detections.

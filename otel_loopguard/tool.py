@@ -15,13 +15,11 @@ from typing import Any, Protocol, TypeVar, cast
 
 from opentelemetry import trace
 
-from .arguments import described
+from ._arguments import described
 from .engine.identity.additions import SEPARATOR, WARNING_KEY
 from .engine.verdict import Verdict, exception_for
 from .otel.current import current_context
 from .otel.runtime import Runtime
-
-__all__ = ["guarded_tool", "to_attribute"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -339,7 +339,7 @@ def test_the_sdk_path_puts_a_warning_in_structured_content_too() -> None:
     """The in-process adapter and ``--listen`` warn through the SDK's models: the same rule."""
     from mcp.types import CallToolResult
 
-    from otel_loopguard.integrations._mcp_results import WARNING_KEY, warned, with_warning
+    from otel_loopguard._mcp_results import WARNING_KEY, warned, with_warning
 
     result = CallToolResult.model_validate(
         {"content": [{"type": "text", "text": "t"}], "structuredContent": {"a": 1}}

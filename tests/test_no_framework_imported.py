@@ -21,3 +21,14 @@ def test_importing_the_package_imports_no_framework() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+def test_the_adapters_kit_imports_no_framework() -> None:
+    # Every adapter imports its kit: were MCP loaded there, each framework's adapter would load it.
+    code = (
+        "import sys, otel_loopguard.integrations._kit\n"
+        "loaded = [m for m in sys.modules if m.split('.')[0] in ('mcp', 'starlette', 'uvicorn')]\n"
+        "assert not loaded, loaded\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr

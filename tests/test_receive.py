@@ -20,8 +20,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_loopguard import LoopGuard, LoopGuardSpanProcessor
-from otel_loopguard.cli.backtest import backtest
 from otel_loopguard.config.loading import load_config
+from otel_loopguard.recorded.backtest import backtest
 from otel_loopguard.recorded.otlp_file import OtlpJsonFileExporter, request_to_json
 from tests.otlp_receiver import OtlpReceiver
 from tests.receive_helpers import (

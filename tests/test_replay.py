@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcess
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_loopguard import LoopGuard, LoopGuardSpanProcessor, load_config
-from otel_loopguard.cli.backtest import backtest
+from otel_loopguard.recorded.backtest import backtest
 from otel_loopguard.recorded.otlp_file import OtlpFileError, OtlpJsonFileExporter, read_spans
 
 from .helpers import tool_span
@@ -246,3 +246,33 @@ def test_a_file_that_is_not_otlp_traces_is_a_clear_error(
     assert result.returncode == 2
     assert message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_documented_python_backtest_runs_and_stops_what_replay_stops(
+    demo_file: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # docs/replay.md's example, run as written on the demo's export: each of the six scripted
+    # runs stops where `replay` says it does, under both configurations.
+    text = (Path(__file__).parent.parent / "docs" / "replay.md").read_text()
+    example = next(
+        block.split("\n", 1)[1]
+        for block in text.split("```")
+        if block.startswith("python") and "backtest(" in block
+    )
+    (tmp_path / "traces.jsonl").write_bytes(demo_file.read_bytes())
+    (tmp_path / "loopguard.yaml").write_text("enabled: true\nwarningThreshold: 5\n")
+    monkeypatch.chdir(tmp_path)
+    exec(compile(example, "docs/replay.md", "exec"), {})
+    printed = capsys.readouterr().out.splitlines()
+    stops = sorted(int(line.split(" stopped at call ")[1].split()[0]) for line in printed)
+    assert stops == sorted([22, 22, 21, 22, 12, 7] * 2)
+    cli = run("replay", str(demo_file)).stdout
+    for line in printed:
+        trace_id, number = line.split()[0], line.split(" stopped at call ")[1].split()[0]
+        block = next(b for b in cli.split("\n\n") if b.startswith(f"== trace {trace_id[:16]}"))
+        assert (
+            f"aborted at call #{number} of" in block or f"aborted after call #{number} of" in block
+        )

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from otel_loopguard import load_config
-from otel_loopguard.cli.backtest import backtest
 from otel_loopguard.cli.replay_html import call_label
+from otel_loopguard.recorded.backtest import backtest
 
 from .chromium import Browser, chromium_path, png_pixels
 from .test_cli import run

@@ -17,8 +17,6 @@ from opentelemetry import trace
 from ..engine.verdict import OK, LoopGuardError, exception_for
 from ..guard import LoopGuard
 
-__all__ = ["DEMO_CONFIG", "SCENARIOS", "Scenario", "ScenarioRun", "Step", "run_scenario"]
-
 COMPACT = "<compaction>"
 
 

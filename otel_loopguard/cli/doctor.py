@@ -20,8 +20,6 @@ from typing import Any
 from ..services._plain import ENV_TOKEN, ServiceError, one_line, read_token
 from ..services.codex_forward import ENV_SERVER, Unanswered, as_codex_takes
 
-__all__ = ["add_parser"]
-
 AGENTS = ("claude-code", "codex")
 
 

@@ -14,8 +14,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-__all__ = ["main"]
-
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``otel-loopguard`` console script."""

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import TextIO
 
-__all__ = ["ProgressBar"]
-
 _WIDTH = 30
 
 

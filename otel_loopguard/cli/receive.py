@@ -11,8 +11,6 @@ from ..config.loading import ConfigError
 from ..services._base import ENV_TOKEN, ServiceError, one_line, parse_listen, read_token
 from .serve import add_bounds, check_bounds, service_config
 
-__all__ = ["add_parser"]
-
 EXTRA = 'python3 -m pip install -e ".[receive]" (from the root of a clone of this repository)'
 DEFAULT_LISTEN = "127.0.0.1:4318"
 

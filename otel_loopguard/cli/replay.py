@@ -19,14 +19,14 @@ from typing import Any
 
 from ..config.loading import load_config
 from ..config.model import LoopDetectionConfig, LoopGuardConfig
-from ..engine.identity.names import escaped
+from ..engine.messages import escaped
 from ..engine.usage import NOTHING_SPENT, Usage
 from ..engine.verdict import COMPACTION_DETECTOR, Verdict
+from ..recorded.backtest import Outcome as _Outcome
+from ..recorded.backtest import Step as _Step
+from ..recorded.backtest import backtest
 from ..recorded.otlp_file import OtlpFileError
 from . import replay_html
-from .backtest import Outcome as _Outcome
-from .backtest import Step as _Step
-from .backtest import backtest
 from .progress import ProgressBar
 
 __all__ = ["add_parser", "main"]

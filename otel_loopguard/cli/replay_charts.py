@@ -9,9 +9,7 @@ from collections.abc import Iterable
 from itertools import groupby
 
 from ..engine.verdict import Verdict
-from .backtest import Outcome
-
-__all__ = ["chart", "kind_of", "strip"]
+from ..recorded.backtest import Outcome
 
 _CHART_POINTS = 400
 """A run's spending is drawn through about this many of its calls (at most twice as many)."""

@@ -19,16 +19,14 @@ from dataclasses import dataclass
 from itertools import groupby
 
 from ..engine.identity.fingerprint import call_key
-from ..engine.identity.names import escaped
+from ..engine.messages import escaped
 from ..engine.replay import UNRECORDED, Call
 from ..engine.usage import NOTHING_SPENT, Usage
 from ..engine.verdict import Verdict
-from .backtest import Outcome, Step, Tick
+from ..recorded.backtest import Outcome, Step, Tick
 from .replay_charts import chart, kind_of, strip
 from .replay_page import HEAD as _HEAD
 from .replay_page import SCRIPT as _SCRIPT
-
-__all__ = ["call_label", "render", "write"]
 
 EXCERPT_CHARS = 80
 """A call's arguments are shown up to this many characters (when they were recorded)."""

@@ -7,8 +7,6 @@ Content-Security-Policy admits it by its digest (``replay_html._csp``).
 
 from __future__ import annotations
 
-__all__ = ["HEAD", "SCRIPT"]
-
 HEAD = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="{csp}">

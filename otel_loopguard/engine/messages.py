@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from .identity.names import escaped
-
-__all__ = ["TAG", "abort_message", "message", "strip_messages"]
+import re
 
 TAG = "[loopguard]"
 """Ends every message, so a result that carries one back (a warning shown to the model) can be
@@ -22,6 +20,25 @@ appends them there, and a 10 MB result costs no more to search than a 64 KiB one
 before is hashed as it is."""
 
 _STARTS = ("WARNING: ", "CRITICAL: ")
+
+
+# Control characters (C0, DEL, C1), line and paragraph separators, and bidirectional overrides:
+# in a message each could end a log line, drive a terminal, or reorder what a reader sees. And
+# lone surrogates (a JSON text cut inside a character): no UTF-8 output can write them.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def escaped(name: str) -> str:
+    """``name`` fit to show in a message or a log line: a model chooses tool names, and one with
+    a newline or an escape sequence must not forge a second log line or drive a terminal. Each
+    unsafe character is written as its Python escape (``\\n``, ``\\x1b``); the rest is kept."""
+    if _UNSAFE.search(name) is None:  # the usual name, returned as it is
+        return name
+    return _UNSAFE.sub(_escape, name)
+
+
+def _escape(match: re.Match[str]) -> str:
+    return repr(match.group())[1:-1]
 
 
 def strip_messages(text: str) -> str:

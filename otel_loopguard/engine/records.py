@@ -7,8 +7,6 @@ from typing import Literal, NamedTuple
 
 from .usage import NOTHING_SPENT, Usage
 
-__all__ = ["UNRECORDED", "CallKind", "CallRecord", "Outcome", "ProposedCall", "Unrecorded"]
-
 
 class Unrecorded:
     """The arguments of a call whose span recorded none (content capture off): unknown, not

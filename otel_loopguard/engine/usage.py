@@ -12,8 +12,6 @@ from typing import NamedTuple
 
 from ..config.bounds import MAX_AMOUNT
 
-__all__ = ["MAX_USAGE", "NOTHING_SPENT", "Usage"]
-
 MAX_USAGE = MAX_AMOUNT
 """The most tokens of each kind, and the highest cost, a reading or a total holds: a total
 stops there (a budget of at most this much is reached all the same), so a total is always a

@@ -5,16 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = [
-    "OK",
-    "Action",
-    "CompactionLoopPersisted",
-    "Level",
-    "LoopGuardError",
-    "ToolLoopBlocked",
-    "Verdict",
-]
-
 Level = Literal["ok", "warning", "critical"]
 Action = Literal["none", "warn", "block", "abort"]
 

@@ -7,10 +7,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 
-from ..engine.verdict import Verdict
-from ..guard import LoopGuard
-
-__all__ = ["UNKNOWN_TOOL", "MissingTools"]
+from .. import LoopGuard, Verdict
 
 UNKNOWN_TOOL = "Unknown tool: {name}"
 """The outcome recorded for such a call: the frameworks' own answers (``Requested function "X"

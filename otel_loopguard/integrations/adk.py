@@ -38,9 +38,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from google.adk.agents import LlmAgent
 
-from ..engine.identity.additions import WARNING_KEY
-from ..engine.verdict import exception_for
-from ..guard import LoopGuard
+from .. import LoopGuard
+from ._kit import WARNING_KEY, exception_for
 
 if TYPE_CHECKING:
     from google.adk.agents.callback_context import CallbackContext

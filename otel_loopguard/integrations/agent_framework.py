@@ -43,15 +43,8 @@ from agent_framework import (
     MiddlewareFailure,
 )
 
-from ..engine.identity.additions import SEPARATOR
-from ..engine.verdict import (
-    CompactionLoopPersisted,
-    LoopGuardError,
-    ToolLoopBlocked,
-    Verdict,
-    exception_for,
-)
-from ..guard import LoopGuard
+from .. import CompactionLoopPersisted, LoopGuard, LoopGuardError, ToolLoopBlocked, Verdict
+from ._kit import SEPARATOR, exception_for
 from ._missing_tools import MissingTools
 
 __all__ = [

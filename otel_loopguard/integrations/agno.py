@@ -34,9 +34,8 @@ from typing import Any, NoReturn
 
 from agno.exceptions import RetryAgentRun, StopAgentRun
 
-from ..engine.identity.additions import SEPARATOR
-from ..engine.verdict import Verdict, exception_for
-from ..guard import LoopGuard
+from .. import LoopGuard, Verdict
+from ._kit import SEPARATOR, exception_for
 
 __all__ = ["MISSING_TOOL", "guard_agent", "tool_hook"]
 

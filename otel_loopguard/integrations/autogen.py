@@ -52,8 +52,8 @@ from autogen_core.tools import (
 )
 from pydantic import BaseModel
 
-from ..engine.verdict import OK, exception_for
-from ..guard import LoopGuard
+from .. import LoopGuard
+from ._kit import OK, exception_for
 
 __all__ = ["GuardedModelClient", "GuardedWorkbench", "guarded_model_client", "guarded_workbench"]
 

@@ -37,16 +37,8 @@ from crewai.hooks import (
     unregister_before_tool_call_hook,
 )
 
-from ..engine.identity.additions import SEPARATOR
-from ..engine.verdict import (
-    OK,
-    CompactionLoopPersisted,
-    LoopGuardError,
-    ToolLoopBlocked,
-    Verdict,
-    exception_for,
-)
-from ..guard import LoopGuard
+from .. import CompactionLoopPersisted, LoopGuard, LoopGuardError, ToolLoopBlocked, Verdict
+from ._kit import OK, SEPARATOR, exception_for
 
 __all__ = ["CompactionStopped", "CrewAIGuard", "RunStopped", "guard_agent"]
 

@@ -33,9 +33,8 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from ..engine.identity.additions import SEPARATOR
-from ..engine.verdict import Verdict, exception_for
-from ..guard import LoopGuard
+from .. import LoopGuard, Verdict
+from ._kit import SEPARATOR, exception_for
 
 __all__ = ["guard_agent", "guard_tool"]
 

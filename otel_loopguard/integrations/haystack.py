@@ -36,10 +36,8 @@ from haystack.dataclasses import ChatMessage
 from haystack.tools.tool import Tool
 from haystack.tools.utils import flatten_tools_or_toolsets
 
-from ..engine.identity.additions import SEPARATOR
-from ..engine.messages import TAG
-from ..engine.verdict import Verdict, exception_for
-from ..guard import LoopGuard
+from .. import LoopGuard, Verdict
+from ._kit import SEPARATOR, TAG, exception_for
 
 __all__ = ["LoopGuardHook", "guard_agent", "guard_tool"]
 

@@ -38,8 +38,8 @@ from langchain.agents.middleware import AgentMiddleware
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest
 
-from ..engine.verdict import exception_for
-from ..guard import LoopGuard
+from .. import LoopGuard
+from ._kit import exception_for
 from .langgraph import AsyncExecute, Execute, Result, async_tool_call_wrapper, tool_call_wrapper
 
 __all__ = ["LoopGuardMiddleware", "guard_agent"]

@@ -31,8 +31,8 @@ from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
-from ..engine.verdict import Verdict, exception_for
-from ..guard import LoopGuard
+from .. import LoopGuard, Verdict
+from ._kit import exception_for
 
 __all__ = ["async_tool_call_wrapper", "guarded_tool_node", "tool_call_wrapper"]
 

@@ -30,8 +30,8 @@ from typing import Any, TypeVar
 from llama_index.core.agent.workflow.base_agent import BaseWorkflowAgent
 from llama_index.core.tools import BaseTool, FunctionTool
 
-from ..engine.verdict import exception_for
-from ..guard import LoopGuard
+from .. import LoopGuard
+from ._kit import exception_for
 
 __all__ = ["guard_agent", "guard_tool"]
 

@@ -33,11 +33,16 @@ from typing import Any, TypeVar
 
 from opentelemetry import trace
 
-from ..engine.verdict import LoopGuardError, Verdict, exception_for
-from ..guard import LoopGuard
-from ..otel.current import current_context
-from ..tool import to_attribute
-from ._mcp_results import dump, error_result, outcome_of, with_warning
+from .. import LoopGuard, LoopGuardError, Verdict
+from ._kit import (
+    current_context,
+    dump,
+    error_result,
+    exception_for,
+    outcome_of,
+    to_attribute,
+    with_warning,
+)
 
 __all__ = ["guard_client", "stop_of", "unwrap_stop"]
 

@@ -35,9 +35,8 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.messages import ModelRequest, ModelResponse, ToolCallPart
 
-from ..engine.identity.additions import SEPARATOR, WARNING_KEY
-from ..engine.verdict import exception_for
-from ..guard import LoopGuard
+from .. import LoopGuard
+from ._kit import SEPARATOR, WARNING_KEY, exception_for
 
 __all__ = ["GuardedAgent", "LoopGuardCapability", "guard_agent"]
 

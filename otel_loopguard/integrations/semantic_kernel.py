@@ -39,9 +39,8 @@ from semantic_kernel.contents import FunctionCallContent, FunctionResultContent
 from semantic_kernel.filters import AutoFunctionInvocationContext
 from semantic_kernel.functions import FunctionResult
 
-from ..engine.identity.additions import SEPARATOR
-from ..engine.verdict import exception_for
-from ..guard import LoopGuard
+from .. import LoopGuard
+from ._kit import SEPARATOR, exception_for
 from ._missing_tools import MissingTools
 
 __all__ = ["LoopGuardFilter", "guard_agent"]

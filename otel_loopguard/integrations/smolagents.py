@@ -26,8 +26,7 @@ from typing import Any
 
 from smolagents import ActionStep, MultiStepAgent, Tool
 
-from ..engine.verdict import Verdict
-from ..guard import LoopGuard
+from .. import LoopGuard, Verdict
 
 __all__ = ["StopOnAbort", "guard_agent", "guard_tool"]
 

@@ -37,9 +37,8 @@ from strands.hooks import (
     HookRegistry,
 )
 
-from ..engine.identity.additions import SEPARATOR, WARNING_KEY
-from ..engine.verdict import Verdict, exception_for
-from ..guard import LoopGuard
+from .. import LoopGuard, Verdict
+from ._kit import SEPARATOR, WARNING_KEY, exception_for
 
 __all__ = ["LoopGuardHooks", "guard_agent", "with_warning"]
 

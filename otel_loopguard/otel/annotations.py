@@ -22,8 +22,6 @@ from ..engine.usage import Usage
 from ..engine.verdict import Verdict
 from . import reader
 
-__all__ = ["EVENT_NAME", "Annotator", "Mark", "enriched_copy", "event_attributes", "meter_of"]
-
 EVENT_NAME = "loopguard.loop_detected"
 COUNTER_NAME = "loopguard.detections"
 LOOP_TOKENS = "loopguard.loop.tokens"

@@ -17,27 +17,6 @@ from ..config.settings import GlobalSettings
 from ..engine.detection.replies import Reply
 from ..engine.identity.names import MAX_NAME_CHARS, bounded
 
-__all__ = [
-    "AGENT_SPAN_PREFIX",
-    "COMPACTION_ATTRIBUTE",
-    "ToolCallView",
-    "agent_of",
-    "arguments_in_events",
-    "error_of",
-    "is_agent_span",
-    "is_compaction",
-    "is_inference_span",
-    "is_tool_span",
-    "may_record_failure",
-    "model_of",
-    "read_call",
-    "relevant_keys",
-    "result_in_events",
-    "result_of",
-    "scope_value",
-    "tool_named_by_span",
-]
-
 COMPACTION_ATTRIBUTE = "loopguard.compaction"
 AGENT_SPAN_PREFIX = "invoke_agent"
 """How the GenAI conventions name an agent's run span (``invoke_agent {agent}``): tracked from

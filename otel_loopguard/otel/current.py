@@ -16,8 +16,6 @@ import sys
 from opentelemetry import trace
 from opentelemetry.context import Context
 
-__all__ = ["current_context", "current_span"]
-
 _OPENINFERENCE_LANGCHAIN = "openinference.instrumentation.langchain"
 
 

@@ -15,8 +15,6 @@ import logging
 import os
 import traceback
 
-__all__ = ["ENV_STRICT", "InternalErrors"]
-
 ENV_STRICT = "OTEL_LOOPGUARD_STRICT"
 
 _logger = logging.getLogger("otel_loopguard")

@@ -27,8 +27,6 @@ from .outcomes import Outcomes, mark_of
 from .reader import SpanFields
 from .runtime import Runtime
 
-__all__ = ["NOTHING_ENDED", "Ended", "Lifecycle"]
-
 
 class Ended(NamedTuple):
     """What ``Lifecycle.ended`` found: the marks for the span, and its entry in the live map

@@ -21,8 +21,6 @@ from ..engine.records import ProposedCall
 from ..engine.state.store import TRACE_PREFIX
 from ..engine.verdict import Verdict
 
-__all__ = ["DEFAULT_SCOPE", "LiveSpan", "LiveSpans", "scope_key_of", "shown_on", "trace_scope"]
-
 _LIVE: weakref.WeakSet[LiveSpans] = weakref.WeakSet()
 """Every live-span map in this process: a forked child clears them (its parent's spans)."""
 

@@ -16,15 +16,6 @@ from opentelemetry.metrics import CallbackOptions, Observation
 from ..engine.state.store import Store
 from .annotations import meter_of
 
-__all__ = [
-    "EVICTIONS_NAME",
-    "FALLBACKS_NAME",
-    "RECORDS_NAME",
-    "REJECTED_NAME",
-    "SCOPES_NAME",
-    "observe_store",
-]
-
 SCOPES_NAME = "loopguard.state.scopes"
 RECORDS_NAME = "loopguard.state.records"
 EVICTIONS_NAME = "loopguard.state.evictions"

@@ -29,22 +29,6 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, use_s
 from ..config.environment import ConfigWarning
 from .conventions import AGENT_SPAN_PREFIX, is_inference_span
 
-__all__ = [
-    "ENV_SPAN_READER",
-    "IN_PLACE",
-    "IS_REMOTE",
-    "READER",
-    "SPAN_ID",
-    "TRACE_ID",
-    "Bounds",
-    "Glance",
-    "SpanFields",
-    "SpanReader",
-    "bounds_of",
-    "layout_matches",
-    "public_asked",
-]
-
 ENV_SPAN_READER = "OTEL_LOOPGUARD_SPAN_READER"
 """``public`` reads every span through the SDK's public accessors (``in_place`` by default;
 any other value is warned about and ignored)."""

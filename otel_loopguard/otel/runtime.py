@@ -27,8 +27,6 @@ from .current import current_span
 from .errors import InternalErrors
 from .live import DEFAULT_SCOPE, LiveSpan, LiveSpans, trace_scope
 
-__all__ = ["Runtime", "runtime_of"]
-
 _logger = logging.getLogger("otel_loopguard")
 
 

@@ -15,8 +15,6 @@ from types import TracebackType
 from opentelemetry import context
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY
 
-__all__ = ["suppressed"]
-
 
 class suppressed(AbstractContextManager[object]):  # noqa: N801 - used as a function
     """``with suppressed():`` no instrumentation records what runs inside."""

@@ -33,8 +33,6 @@ from .agent_logs import (
 )
 from .runs import RecordedCall, RecordedRun
 
-__all__ = ["MAX_TRANSCRIPT_LINE_BYTES", "read_claude_code"]
-
 MAX_TRANSCRIPT_LINE_BYTES = 64 << 20
 """One transcript line (a response or a tool's result, pasted images included): longer is an
 error naming the line."""

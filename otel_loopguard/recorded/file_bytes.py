@@ -18,21 +18,6 @@ if TYPE_CHECKING:
 
 # zstandard is imported only where a zstd frame is met (it is an optional extra).
 
-__all__ = [
-    "CHUNK",
-    "FORMATS_READ",
-    "GZIP_MAGIC",
-    "ZSTD_MAGIC",
-    "ZSTD_STEP",
-    "Counted",
-    "Damaged",
-    "OtlpFileError",
-    "Reader",
-    "Source",
-    "Unzstd",
-    "Utf16",
-]
-
 CHUNK = 1 << 20
 """How much of the file is read at a time."""
 GZIP_MAGIC = b"\x1f\x8b"

@@ -13,14 +13,6 @@ import base64
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-__all__ = [
-    "MalformedRequest",
-    "RecordedEvent",
-    "RecordedSpan",
-    "spans_from_json",
-    "spans_from_proto",
-]
-
 _STATUS_ERROR = 2
 _MAX_VALUE_DEPTH = 32
 """Nested attribute values deeper than this read as ``None``: bounded, whatever the file."""

@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 
 from .otlp_spans import RecordedSpan
 
-__all__ = ["TRACE_GRACE_SPANS", "TRACE_IDLE_SPANS", "Trace", "TraceWindow"]
-
 TRACE_GRACE_SPANS = 4_096
 """Spans read after a trace's last span, its root read, before the trace is complete: eight of
 the SDK's default export batches, for spans of it that other processes exported late."""

@@ -38,13 +38,6 @@ from .agent_logs import (
 )
 from .runs import RecordedCall, RecordedRun
 
-__all__ = [
-    "SWE_AGENT_COMMANDS",
-    "mini_swe_agent_actions",
-    "read_mini_swe_agent",
-    "read_swe_agent",
-]
-
 _RETURN_CODE = re.compile(r"<returncode>(-?\d{1,6})</returncode>")
 
 SWE_AGENT_COMMANDS = frozenset(

@@ -34,12 +34,12 @@ from mcp.shared.exceptions import MCPError
 from opentelemetry import trace
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
+from .._mcp_results import dump, error_result, outcome_of, with_warning
 from ..config.loading import ConfigSource, load_config
 from ..config.model import LoopGuardConfig
 from ..engine.identity.names import bounded
 from ..engine.verdict import Verdict
 from ..guard import LoopGuard
-from ..integrations._mcp_results import dump, error_result, outcome_of, with_warning
 from ..tool import to_attribute
 from ._base import trace_scope_of
 from ._telemetry import raised

@@ -36,9 +36,9 @@ from mcp.shared.message import SessionMessage
 from mcp_types.methods import serialize_server_result
 from opentelemetry import trace
 
+from .._mcp_results import warned
 from ..engine.identity.names import bounded
 from ..guard import LoopGuard
-from ..integrations._mcp_results import warned
 from ._telemetry import raised
 from .mcp_proxy import _ABORT_ERROR_CODE, ProxyOptions, _Proxy
 from .mcp_upstream import START_TIMEOUT, Connect, Link, described

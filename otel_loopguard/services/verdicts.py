@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from opentelemetry import trace
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from ..arguments import described
+from .._arguments import described
 from ..engine.detection.replies import Reply
 from ..engine.state.store import TRACE_PREFIX, InMemoryStore
 from ..engine.usage import Usage

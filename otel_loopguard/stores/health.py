@@ -11,8 +11,6 @@ from collections.abc import Callable
 from ..engine.state.codec import CodecError
 from ..engine.state.store import IoContext
 
-__all__ = ["MAX_ATTEMPTS", "ServerHealth", "server_errors"]
-
 _logger = logging.getLogger("otel_loopguard")
 
 MAX_ATTEMPTS = 64

@@ -18,8 +18,6 @@ from typing import Any
 
 from ..engine.state.codec import MAX_BYTES
 
-__all__ = ["MAX_REPLY_BYTES", "Limits", "ReplyTooLarge", "bounded"]
-
 MAX_REPLY_BYTES = MAX_BYTES + 4096
 """The most bytes one reply may take: the largest state the codec reads, its token and the
 protocol's framing. A larger one is dropped (its connection closed) and counted."""

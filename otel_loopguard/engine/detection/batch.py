@@ -23,8 +23,6 @@ from collections.abc import Sequence
 
 from ..records import CallRecord, ProposedCall
 
-__all__ = ["Pending", "alternating_tail"]
-
 
 def alternating_tail(records: Sequence[CallRecord]) -> int:
     """How many of the newest records alternate between the newest two calls (1 when these two

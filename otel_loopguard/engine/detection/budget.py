@@ -15,8 +15,6 @@ from ...config.settings import Budget
 from ..messages import TAG
 from ..verdict import Action, Level, Verdict
 
-__all__ = ["BUDGET_DETECTOR", "judge"]
-
 BUDGET_DETECTOR = "budget_exceeded"
 
 _UNITS = {"tokens": "tokens", "tool_calls": "tool calls"}

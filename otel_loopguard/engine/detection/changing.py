@@ -19,8 +19,6 @@ from .recurrence import MIN_RETURNS, returns_of
 from .redone import MIN_MAKINGS, makings_of
 from .resubmitted import MIN_REFUSALS, is_action, sendings_of
 
-__all__ = ["changing_text"]
-
 
 def changing_text(
     records: Sequence[CallRecord], call: ProposedCall, cfg: ResolvedConfig, seen: int | None

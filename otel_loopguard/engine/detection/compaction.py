@@ -12,8 +12,6 @@ from dataclasses import dataclass, field
 from ..messages import message
 from ..verdict import COMPACTION_DETECTOR, Verdict
 
-__all__ = ["CompactionGuard"]
-
 
 @dataclass(slots=True)
 class CompactionGuard:

@@ -14,8 +14,6 @@ from typing import NamedTuple
 
 from ..records import CallRecord
 
-__all__ = ["MAX_PERIOD", "MIN_PERIOD", "MIN_TURNS", "Cycle", "cycle_tail"]
-
 MIN_PERIOD, MAX_PERIOD = 1, 4
 """The steps of a cycle. One step is a failing call retried with its text changed, failing the
 same way (a script re-run with its quoting changed); longer cycles do not fit three times in a

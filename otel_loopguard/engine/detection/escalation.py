@@ -27,9 +27,6 @@ class Escalating(Protocol):
     history_size: int
 
 
-__all__ = ["continue_streak", "decided", "should_annotate", "veto"]
-
-
 def decided(
     state: Escalating, verdict: Verdict, cfg: ResolvedConfig
 ) -> tuple[Verdict, Verdict | None]:

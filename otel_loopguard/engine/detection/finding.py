@@ -8,8 +8,6 @@ from typing import NamedTuple
 from ..messages import message
 from ..verdict import Action, Level, Verdict
 
-__all__ = ["Finding", "verdict_of"]
-
 
 class Finding(NamedTuple):
     """A detector's verdict plus the signature that warnings are de-duplicated by (immutable;

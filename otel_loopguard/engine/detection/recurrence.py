@@ -17,8 +17,6 @@ from typing import NamedTuple
 
 from ..records import CallRecord
 
-__all__ = ["MIN_RETURNS", "Recurrence", "returns_of"]
-
 MIN_RETURNS = 2
 """A run after an edit that gives its run before's state again may be an edit that did not
 touch what the run reads (a log line, a comment); twice in a row, the edits are not reaching

@@ -15,8 +15,6 @@ from typing import NamedTuple
 
 from ..records import CallRecord
 
-__all__ = ["MIN_MAKINGS", "Redone", "makings_of"]
-
 MIN_MAKINGS = 3
 """An edit made, undone and made again is often a check (the fix reverted to see the test
 fail without it, then restored); made a third time after another undo, the run is going

@@ -18,8 +18,6 @@ from ...config.settings import ResolvedConfig
 from ..verdict import Verdict
 from .finding import verdict_of
 
-__all__ = ["Reply", "no_tool_step", "no_tool_warning"]
-
 Reply = Literal["tool", "answer", "rejected"]
 """What a model reply was: it called a tool; it finished as an answer (to the user, ending a
 turn); the agent rejected it (it counts in the streak)."""

@@ -18,8 +18,6 @@ from typing import NamedTuple
 
 from ..records import CallRecord
 
-__all__ = ["MIN_REFUSALS", "Resent", "is_action", "sendings_of"]
-
 MIN_REFUSALS = 2
 """A call sent this many times in a row with one outcome is sent again: a warning. A check
 answers the same call the same way (a linter, a policy, a patch that does not apply): models

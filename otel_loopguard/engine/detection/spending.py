@@ -30,9 +30,6 @@ class Spending(Protocol):
     model: str | None
 
 
-__all__ = ["costs", "loop_start", "within_budget"]
-
-
 def within_budget(
     state: Spending, finding: Finding | None, cfg: ResolvedConfig, tool: str | None
 ) -> Finding | None:

@@ -29,8 +29,6 @@ import re
 from collections.abc import Callable
 from types import ModuleType
 
-__all__ = ["ACCELERATED", "encode", "encode_stdlib", "parse", "parse_stdlib"]
-
 _STDLIB_ENCODE = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True, check_circular=False
 ).encode

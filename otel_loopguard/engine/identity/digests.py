@@ -14,8 +14,6 @@ from . import shell, structured
 from .additions import may_carry, without_message
 from .names import openclaw_tool_name, unknown_tool_name
 
-__all__ = ["Digester", "OutcomeDigest", "digest_call", "digest_outcome"]
-
 
 class OutcomeDigest(NamedTuple):
     """What the history keeps of a call's outcome (immutable; a named tuple is a third of a

@@ -13,8 +13,6 @@ import json
 import re
 from dataclasses import dataclass
 
-__all__ = ["MAX_DEPTH", "MAX_PARSE_CHARS", "ResultText", "blanked", "result_text", "shallow"]
-
 MAX_PARSE_CHARS = 1 << 20
 """Strings longer than this are hashed as text, never parsed (bounded cost on 10 MB payloads)."""
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 import re
 from hashlib import sha256
 
-__all__ = ["MAX_NAME_CHARS", "bounded", "escaped", "openclaw_tool_name", "unknown_tool_name"]
-
 MAX_NAME_CHARS = 128
 """Tool names, agent, call and scope ids longer than this are kept as a prefix and a digest."""
 
@@ -65,25 +63,6 @@ def bounded(text: str, limit: int = MAX_NAME_CHARS) -> str:
         return text
     digest = sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return f"{text[: limit - 17]}~{digest}"
-
-
-# Control characters (C0, DEL, C1), line and paragraph separators, and bidirectional overrides:
-# in a message each could end a log line, drive a terminal, or reorder what a reader sees. And
-# lone surrogates (a JSON text cut inside a character): no UTF-8 output can write them.
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-
-
-def escaped(name: str) -> str:
-    """``name`` fit to show in a message or a log line: a model chooses tool names, and one with
-    a newline or an escape sequence must not forge a second log line or drive a terminal. Each
-    unsafe character is written as its Python escape (``\\n``, ``\\x1b``); the rest is kept."""
-    if _UNSAFE.search(name) is None:  # the usual name, returned as it is
-        return name
-    return _UNSAFE.sub(_escape, name)
-
-
-def _escape(match: re.Match[str]) -> str:
-    return repr(match.group())[1:-1]
 
 
 _OPENCLAW_ALIASES = {"bash": "exec", "apply-patch": "apply_patch", "cron": "automations"}

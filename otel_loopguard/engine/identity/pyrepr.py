@@ -15,8 +15,6 @@ from __future__ import annotations
 import ast
 import re
 
-__all__ = ["MAX_CHARS", "MAX_DEPTH", "literal"]
-
 MAX_CHARS = 65_536
 """Longer texts are not parsed (the scan and the parser each take time linear in the length)."""
 

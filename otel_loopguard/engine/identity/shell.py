@@ -15,19 +15,6 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-__all__ = [
-    "MAX_SHAPE_CHARS",
-    "MAX_STATE_CHARS",
-    "Shaped",
-    "edit_of_command",
-    "edit_text",
-    "is_edit",
-    "is_editor",
-    "shape_of_arguments",
-    "shape_of_command",
-    "state_of_output",
-]
-
 MAX_SHAPE_CHARS = 4096
 """A command's shape is made of this much of its start: two commands alike there, once
 blanked, have one shape (a heredoc's body, the bulk of a long command, is blanked anyway)."""

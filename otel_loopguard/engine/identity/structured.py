@@ -26,16 +26,6 @@ from typing import NamedTuple, TypeGuard
 
 from ..records import CallKind
 
-__all__ = [
-    "DETAILS_ALONE",
-    "Reading",
-    "call_kind",
-    "is_structured",
-    "is_tool_result",
-    "of_text",
-    "read",
-]
-
 _STRUCTURED_KEYS = frozenset({"content", "details"})
 
 DETAILS_ALONE: frozenset[CallKind | None] = frozenset({"log", "write", "send"})

@@ -20,8 +20,6 @@ from collections.abc import Callable, Hashable, Mapping
 from operator import attrgetter
 from typing import Any, Literal, Union
 
-__all__ = ["CodecError", "Decode", "Encode", "Tables", "carried_classes", "fields", "names", "row"]
-
 MAX_DEPTH = 8
 """How deep a free-form value (``object``) may nest."""
 

@@ -21,8 +21,6 @@ from ..records import CallRecord, ProposedCall
 from ..usage import NOTHING_SPENT, Usage
 from ..verdict import OK, Verdict
 
-__all__ = ["Decision", "ScopeState"]
-
 MAX_OPEN_ASKS = 64
 MIN_OPEN_SPANS = 64
 """Open tool spans a scope keeps decisions for: at least this many, at most ``historySize`` if

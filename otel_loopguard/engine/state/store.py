@@ -23,8 +23,6 @@ from .scope import ScopeState
 TRACE_PREFIX = "trace:"
 """How a trace's scope key starts (``live.trace_scope`` makes them)."""
 
-__all__ = ["TRACE_PREFIX", "InMemoryStore", "IoContext", "Store", "StoreStats", "Tally"]
-
 P = ParamSpec("P")
 T = TypeVar("T")
 

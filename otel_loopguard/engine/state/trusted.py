@@ -17,8 +17,6 @@ from ..identity.names import MAX_NAME_CHARS
 from ..messages import TAG, abort_message, message
 from ..verdict import OK, Verdict
 
-__all__ = ["MAX_COUNT", "is_ours"]
-
 DETECTORS = frozenset(d.name for d in DECLARED)
 """Every detector that gives a verdict, as declared (``config/detectors.py``)."""
 

@@ -16,8 +16,6 @@ from typing import NamedTuple
 
 from .engine.records import ProposedCall
 
-__all__ = ["MAX_IDS", "MAX_IDS_PER_SCOPE", "Proposals", "ScopeProposals"]
-
 MAX_IDS = 4096
 """Call ids remembered in all scopes together."""
 MAX_IDS_PER_SCOPE = 1024

@@ -10,8 +10,6 @@ from collections.abc import Sequence
 
 from .engine.identity.names import bounded
 
-__all__ = ["Misuse", "batch_arguments", "check_arguments", "described"]
-
 
 class Misuse(ValueError):
     """A call of the agent-facing API that cannot be answered: raised to the caller."""

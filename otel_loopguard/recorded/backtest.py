@@ -1,4 +1,5 @@
-"""Recorded runs replayed as their files are read: what ``otel-loopguard replay`` reports.
+"""Recorded runs replayed as their files are read: what ``otel-loopguard replay`` reports,
+and :func:`backtest`, the same from Python (``docs/replay.md``).
 
 An agent's own log (a trajectory, a Claude Code transcript: ``recorded/agent_logs.py``) is read
 whole as its runs and replayed as they are; the rest of this is for OTLP files.
@@ -25,14 +26,15 @@ from ..engine.identity.names import bounded
 from ..engine.replay import Call, Compaction, Replayer, Spent
 from ..engine.usage import NOTHING_SPENT, Usage
 from ..engine.verdict import Verdict
-from ..recorded.agent_logs import Format, format_of
-from ..recorded.claude_code import read_claude_code
-from ..recorded.otlp_file import RecordedSpan, read_spans
-from ..recorded.runs import RecordedCall, RecordedRun, root_of, trace_items
-from ..recorded.traces import Trace, TraceWindow
-from ..recorded.trajectories import read_mini_swe_agent, read_swe_agent
+from .agent_logs import Format, format_of
+from .claude_code import read_claude_code
+from .file_bytes import OtlpFileError
+from .otlp_file import RecordedSpan, read_spans
+from .runs import RecordedCall, RecordedRun, root_of, trace_items
+from .traces import Trace, TraceWindow
+from .trajectories import read_mini_swe_agent, read_swe_agent
 
-__all__ = ["MODEL_REPLY", "Outcome", "RunInfo", "Step", "Tick", "backtest"]
+__all__ = ["MODEL_REPLY", "OtlpFileError", "Outcome", "RunInfo", "Step", "Tick", "backtest"]
 
 MODEL_REPLY = "(model reply)"
 """The tool a step names when a model call, not a tool call, was warned (replies that called
@@ -55,6 +57,9 @@ class RunInfo:
 
 @dataclass(frozen=True, slots=True)
 class Step:
+    """A call that got a verdict other than ok: its number in the run (from 1), its tool, the
+    verdict (:data:`MODEL_REPLY` for a warning on model replies, after call ``number``)."""
+
     number: int
     tool: str
     verdict: Verdict
@@ -98,9 +103,15 @@ def backtest(
     progress: Callable[[str], Callable[[int, int], None] | None] | None = None,
     label: Callable[[Call], str] | None = None,
 ) -> list[list[Outcome]]:
-    """Each configuration's outcomes, one per run, in the order the runs first appear.
+    """Each configuration's outcomes, one per run, in the order the runs first appear: what
+    ``otel-loopguard replay`` prints, as data.
 
-    ``progress(file)`` gives the callback for reading ``file`` (see ``read_spans``), or ``None``.
+    ``files``: OTLP trace files and agents' logs, mixed as on replay's command line (each
+    file's format told as replay tells it). ``configs``: each a configuration as
+    :func:`otel_loopguard.load_config` gives it; the files are read once for all of them.
+    ``progress(file)`` gives the callback for reading ``file`` (``progress(done, total)`` in
+    bytes), or ``None``. A file that cannot be read raises :class:`OtlpFileError` (a
+    ``ValueError``) naming it and what was wrong.
     ``label``: with it, each outcome keeps its run's timeline, each call labelled by it (memory
     grows with the calls, not only with the detections).
     """

@@ -1,5 +1,6 @@
 """MCP's ``CallToolResult`` as the guard reads and answers it, shared by the in-process adapter
-(:mod:`otel_loopguard.integrations.mcp`) and ``otel-loopguard mcp-proxy``.
+(:mod:`otel_loopguard.integrations.mcp`, through ``integrations/_kit.py``) and ``otel-loopguard
+mcp-proxy`` (``services/``): here, below both, so that neither imports the other.
 
 One reading for both: a result with ``isError`` is a failed call, its text the error (so a
 missing tool's ``Unknown tool: X`` counts as one); any other result is its text (all of its
@@ -9,21 +10,13 @@ model must read it: not a JSON-RPC error); a warning goes after the result's las
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mcp.types import CallToolResult, TextContent
+from .engine.identity.additions import SEPARATOR
+from .tool import to_attribute
 
-from ..engine.identity.additions import SEPARATOR
-from ..tool import to_attribute
-
-__all__ = [
-    "WARNING_KEY",
-    "dump",
-    "error_result",
-    "outcome_of",
-    "warned",
-    "with_warning",
-]
+if TYPE_CHECKING:
+    from mcp.types import CallToolResult
 
 WARNING_KEY = "loopguard/warning"
 """The key a warning is put under in a result's ``structuredContent`` (an object): a client
@@ -61,6 +54,10 @@ def outcome_of(value: dict[str, Any]) -> tuple[str, str | None]:
 
 def error_result(message: str) -> CallToolResult:
     """A failed call's result whose text is ``message`` (``isError``: the tool did not run)."""
+    # Imported here, not above: every adapter imports this module (through its kit), and only
+    # the MCP adapter may load MCP.
+    from mcp.types import CallToolResult
+
     return CallToolResult.model_validate(
         {"content": [{"type": "text", "text": message}], "isError": True}
     )
@@ -69,6 +66,8 @@ def error_result(message: str) -> CallToolResult:
 def with_warning(result: Any, message: str) -> Any:
     """``result`` with ``message`` after its last text part (a new text part when it has
     none); ``result`` itself when it is no ``CallToolResult``-like model."""
+    from mcp.types import TextContent
+
     content = getattr(result, "content", None)
     copy = getattr(result, "model_copy", None)
     if not isinstance(content, list) or not callable(copy):
