@@ -208,3 +208,15 @@ def test_the_readme_states_the_test_commands_time_as_measured() -> None:
     assert found is not None
     assert (int(found.group(1)), int(found.group(2))) == (9, 11)
     assert "three minutes" not in README
+
+
+@pytest.mark.parametrize("page", [ROOT / "README.md", ROOT / "docs" / "guide.md"], ids=_named)
+def test_where_the_abort_is_described_raise_on_block_is_named(page: Path) -> None:
+    """``@guard.tool`` returns the abort's message as text, call after call: the paragraph that
+    says the run is aborted also says how to make it raise (``raise_on_block=True``)."""
+    paragraphs = page.read_text().split("\n\n")
+    described = [p for p in paragraphs if "aborted at the 22nd call" in p]
+    assert described, f"{_named(page)}: the abort is not described"
+    for paragraph in described:
+        assert "raise_on_block=True" in paragraph
+        assert "ToolLoopBlocked" in paragraph
