@@ -61,7 +61,7 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--config",
         action="append",
-        metavar="PATH",
+        metavar="FILE",
         help=(
             "a configuration file to replay with (repeat it to compare several); "
             f"default: {DEFAULT_LABEL}, every other setting at its default"
@@ -69,7 +69,7 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument(
         "--prices",
-        metavar="PATH",
+        metavar="FILE",
         help=(
             'a file giving model prices ({"prices": {MODEL: {"input": .., "output": .., '
             '"cached": ..}}, "currency": ..}, per million tokens): what the model calls, '
