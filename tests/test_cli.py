@@ -413,4 +413,5 @@ def test_hook_help_describes_the_command() -> None:
     assert shown.returncode == 0
     description = shown.stdout.split("\n\n")[1]
     assert "command hook" in description
-    assert "stdin" in description and "stdout" in description
+    assert "stdin" in description
+    assert "stdout" in description

@@ -23,10 +23,9 @@ from ..services._base import (
 
 __all__ = ["add_parsers"]
 
-_INSTALL = {
-    "serve": 'python3 -m pip install -e ".[serve]"',
-    "mcp": 'python3 -m pip install -e ".[mcp]"',
-}
+_SERVE = 'python3 -m pip install -e ".[serve]"'
+_MCP = 'python3 -m pip install -e ".[mcp]"'
+_INSTALL = {"serve": _SERVE, "mcp": _MCP}
 """Each service's extra, as installed from a clone (otel-loopguard is not published)."""
 
 
