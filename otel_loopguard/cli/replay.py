@@ -9,6 +9,7 @@ by detector and tool. Several ``--config`` files are compared side by side.
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import sys
 from collections import Counter
@@ -23,9 +24,9 @@ from ..engine.identity.names import escaped
 from ..engine.usage import NOTHING_SPENT, Usage
 from ..engine.verdict import COMPACTION_DETECTOR, Verdict
 from ..recorded.otlp_file import OtlpFileError
+from .backtest import Costs, backtest
 from .backtest import Outcome as _Outcome
 from .backtest import Step as _Step
-from .backtest import backtest
 from .progress import ProgressBar
 
 __all__ = ["add_parser", "main"]
@@ -35,6 +36,12 @@ _FILES_NAMED = 4
 """The summary names the files read up to this many (a directory of trajectories is counted)."""
 _PROGRESS_FROM = 1 << 20
 """Without --progress, a bar is drawn for files from this size on (and only on a terminal)."""
+_MODELS_NAMED = 5
+"""The next steps name at most this many models that had no price."""
+_PRICES_FORM = (
+    '{"prices": {MODEL: {"input": .., "output": .., "cached": ..}}, "currency": ..}, '
+    "per million tokens"
+)
 
 
 def add_parser(commands: Any) -> None:
@@ -71,8 +78,7 @@ def add_parser(commands: Any) -> None:
         "--prices",
         metavar="FILE",
         help=(
-            'a file giving model prices ({"prices": {MODEL: {"input": .., "output": .., '
-            '"cached": ..}}, "currency": ..}, per million tokens): what the model calls, '
+            f"a file giving model prices ({_PRICES_FORM}): what the model calls, "
             "the loops and the stops cost (default: each configuration's own prices)"
         ),
     )
@@ -100,7 +106,8 @@ def main(args: argparse.Namespace) -> int:
             args.files, [config for _, config in configs], _progress(args.progress, bars)
         )
     labelled = [(label, outcomes) for (label, _), outcomes in zip(configs, results, strict=True)]
-    print("\n".join(_report(labelled, args.files, show_all=args.all)))
+    prices = [frozenset((config.loop_detection.prices or {}).keys()) for _, config in configs]
+    print("\n".join(_report(labelled, args.files, show_all=args.all, prices=prices)))
     return 0
 
 
@@ -133,9 +140,23 @@ def _progress(
     return bar_for
 
 
-def _tokens(usage: Usage) -> str:
-    cost = f" (cost {usage.cost:.4g})" if usage.cost else ""
-    return f"{usage.tokens} tokens{cost}"
+def _tokens(usage: Usage, costs: Costs | None = ()) -> str:
+    """Tokens, and their cost per currency (``None``: in several, not split)."""
+    if costs is None:
+        return f"{usage.tokens} tokens (cost not split: in several currencies)"
+    shown = ", ".join(f"{amount:.4g} {currency}" for currency, amount in costs if amount)
+    return f"{usage.tokens} tokens" + (f" (cost {shown})" if shown else "")
+
+
+def _costs_total(each: Iterable[Costs | None]) -> Costs | None:
+    """Per currency, the sum of each run's costs (``None`` if any run's could not be split)."""
+    totals: dict[str, float] = {}
+    for costs in each:
+        if costs is None:
+            return None
+        for currency, amount in costs:
+            totals[currency] = totals.get(currency, 0.0) + amount
+    return tuple(sorted(totals.items()))
 
 
 def _label(verdict: Verdict) -> str:
@@ -188,23 +209,34 @@ def _run_lines(outcome: _Outcome) -> list[str]:
     elif not outcome.steps:
         lines.append("    nothing would have fired")
     if outcome.spent.tokens:
-        saved = "" if outcome.saved is None else f"; {_tokens(outcome.saved)} after the stop"
+        saved = (
+            ""
+            if outcome.saved is None
+            else f"; {_tokens(outcome.saved, outcome.saved_costs)} after the stop"
+        )
         lines.append(
-            f"    tokens: {_tokens(outcome.spent)} in model calls, "
-            f"{_tokens(outcome.in_loops)} inside loops{saved}"
+            f"    tokens: {_tokens(outcome.spent, outcome.costs)} in model calls, "
+            f"{_tokens(outcome.in_loops, outcome.loop_costs)} inside loops{saved}"
         )
     return lines
 
 
 def _report(
-    results: Sequence[tuple[str, list[_Outcome]]], files: Sequence[str], show_all: bool
+    results: Sequence[tuple[str, list[_Outcome]]],
+    files: Sequence[str],
+    show_all: bool,
+    prices: Sequence[frozenset[str]] | None = None,
 ) -> list[str]:
+    """The runs, the summary, and the next steps (``prices``: each configuration's priced
+    model names, for the hints on costs)."""
     out: list[str] = []
     several = len(results) > 1
+    hidden = 0
     for index, first in enumerate(results[0][1]):
         run = first.run
         per_config = [(label, outcomes[index]) for label, outcomes in results]
         if not show_all and not any(o.steps for _, o in per_config):
+            hidden += 1
             continue
         # Names come from the recording as its agent wrote them: escaped, a control character
         # must not drive the terminal (engine.names.escaped).
@@ -219,7 +251,54 @@ def _report(
             out.extend(_run_lines(outcome))
         out.append("")
     out.extend(_summary(results, files))
+    out.extend(_next_steps(results, hidden, prices or [frozenset()] * len(results)))
     return out
+
+
+def _next_steps(
+    results: Sequence[tuple[str, list[_Outcome]]], hidden: int, prices: Sequence[frozenset[str]]
+) -> list[str]:
+    """What to try next: the runs not listed, and the model calls whose cost is not known."""
+    steps: list[str] = []
+    if hidden:
+        runs = (
+            "1 run where nothing would have fired is"
+            if hidden == 1
+            else (f"{hidden} runs where nothing would have fired are")
+        )
+        steps.append(f"  {runs} not listed: --all lists {'it' if hidden == 1 else 'them'}")
+    for (label, outcomes), priced in zip(results, prices, strict=True):
+        prefix = f"{label}: " if len(results) > 1 else ""
+        unpriced: Counter[str] = Counter()
+        for outcome in outcomes:
+            unpriced.update(dict(outcome.unpriced))
+        if not unpriced:
+            continue
+        named = sorted(unpriced, key=lambda m: (-unpriced[m], m))
+        if not priced:
+            models = ", ".join(escaped(m) for m in named[:_MODELS_NAMED])
+            more = f" and {len(named) - _MODELS_NAMED} more" if len(named) > _MODELS_NAMED else ""
+            steps.append(
+                f"  {prefix}no costs: no prices were given for the recorded models ({models}"
+                f"{more}); --prices FILE gives them ({_PRICES_FORM})"
+            )
+            continue
+        for model in named[:_MODELS_NAMED]:
+            close = difflib.get_close_matches(model, sorted(priced), n=3, cutoff=0.5)
+            hint = (
+                "closest priced names: " + ", ".join(escaped(c) for c in close)
+                if close
+                else "no priced name is close to it"
+            )
+            calls = unpriced[model]
+            steps.append(
+                f"  {prefix}no price for the recorded model {escaped(model)} ({calls} model "
+                f"call{'s' if calls != 1 else ''}, their cost left out; prices match a name "
+                f"exactly): {hint}"
+            )
+        if len(named) > _MODELS_NAMED:
+            steps.append(f"  {prefix}and {len(named) - _MODELS_NAMED} more models with no price")
+    return ["", "== next steps", *steps] if steps else []
 
 
 def _summary(results: Sequence[tuple[str, list[_Outcome]]], files: Sequence[str]) -> list[str]:
@@ -272,11 +351,17 @@ def _summary(results: Sequence[tuple[str, list[_Outcome]]], files: Sequence[str]
             budgets = sum(
                 1 for o in outcomes if any(s.verdict.detector == "budget_exceeded" for s in o.steps)
             )
+            in_loops = _tokens(
+                _total(o.in_loops for o in outcomes), _costs_total(o.loop_costs for o in outcomes)
+            )
+            saved = _tokens(
+                _total(o.saved for o in outcomes if o.saved),
+                _costs_total(o.saved_costs for o in outcomes),
+            )
             out.append(
-                f"  {prefix}tokens: {_tokens(spent)} in model calls, "
-                f"{_tokens(_total(o.in_loops for o in outcomes))} inside loops, "
-                f"{_tokens(_total(o.saved for o in outcomes if o.saved))} that stopping would "
-                f"have saved; runs a budget would have stopped: {budgets}"
+                f"  {prefix}tokens: {_tokens(spent, _costs_total(o.costs for o in outcomes))} in "
+                f"model calls, {in_loops} inside loops, {saved} that stopping would have saved; "
+                f"runs a budget would have stopped: {budgets}"
             )
     return out
 
