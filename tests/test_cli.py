@@ -348,7 +348,7 @@ def test_validate_zero_code_with_a_path_is_refused(tmp_path: Path) -> None:
     path.write_text("{}")
     result = run("validate", "--zero-code", str(path))
     assert result.returncode == 2
-    assert "--zero-code reads the environment: give no PATH with it" in result.stderr
+    assert "--zero-code reads the environment: give no FILE with it" in result.stderr
 
 
 def test_version() -> None:
