@@ -9,7 +9,6 @@ by detector and tool. Several ``--config`` files are compared side by side.
 from __future__ import annotations
 
 import argparse
-import difflib
 import os
 import sys
 from collections import Counter
@@ -28,6 +27,7 @@ from .backtest import Costs, backtest
 from .backtest import Outcome as _Outcome
 from .backtest import Step as _Step
 from .progress import ProgressBar
+from .replay_hints import PRICES_FORM, next_steps
 
 __all__ = ["add_parser", "main"]
 
@@ -36,12 +36,6 @@ _FILES_NAMED = 4
 """The summary names the files read up to this many (a directory of trajectories is counted)."""
 _PROGRESS_FROM = 1 << 20
 """Without --progress, a bar is drawn for files from this size on (and only on a terminal)."""
-_MODELS_NAMED = 5
-"""The next steps name at most this many models that had no price."""
-_PRICES_FORM = (
-    '{"prices": {MODEL: {"input": .., "output": .., "cached": ..}}, "currency": ..}, '
-    "per million tokens"
-)
 
 
 def add_parser(commands: Any) -> None:
@@ -78,7 +72,7 @@ def add_parser(commands: Any) -> None:
         "--prices",
         metavar="FILE",
         help=(
-            f"a file giving model prices ({_PRICES_FORM}): what the model calls, "
+            f"a file giving model prices ({PRICES_FORM}): what the model calls, "
             "the loops and the stops cost (default: each configuration's own prices)"
         ),
     )
@@ -251,54 +245,8 @@ def _report(
             out.extend(_run_lines(outcome))
         out.append("")
     out.extend(_summary(results, files))
-    out.extend(_next_steps(results, hidden, prices or [frozenset()] * len(results)))
+    out.extend(next_steps(results, hidden, prices or [frozenset()] * len(results)))
     return out
-
-
-def _next_steps(
-    results: Sequence[tuple[str, list[_Outcome]]], hidden: int, prices: Sequence[frozenset[str]]
-) -> list[str]:
-    """What to try next: the runs not listed, and the model calls whose cost is not known."""
-    steps: list[str] = []
-    if hidden:
-        runs = (
-            "1 run where nothing would have fired is"
-            if hidden == 1
-            else (f"{hidden} runs where nothing would have fired are")
-        )
-        steps.append(f"  {runs} not listed: --all lists {'it' if hidden == 1 else 'them'}")
-    for (label, outcomes), priced in zip(results, prices, strict=True):
-        prefix = f"{label}: " if len(results) > 1 else ""
-        unpriced: Counter[str] = Counter()
-        for outcome in outcomes:
-            unpriced.update(dict(outcome.unpriced))
-        if not unpriced:
-            continue
-        named = sorted(unpriced, key=lambda m: (-unpriced[m], m))
-        if not priced:
-            models = ", ".join(escaped(m) for m in named[:_MODELS_NAMED])
-            more = f" and {len(named) - _MODELS_NAMED} more" if len(named) > _MODELS_NAMED else ""
-            steps.append(
-                f"  {prefix}no costs: no prices were given for the recorded models ({models}"
-                f"{more}); --prices FILE gives them ({_PRICES_FORM})"
-            )
-            continue
-        for model in named[:_MODELS_NAMED]:
-            close = difflib.get_close_matches(model, sorted(priced), n=3, cutoff=0.5)
-            hint = (
-                "closest priced names: " + ", ".join(escaped(c) for c in close)
-                if close
-                else "no priced name is close to it"
-            )
-            calls = unpriced[model]
-            steps.append(
-                f"  {prefix}no price for the recorded model {escaped(model)} ({calls} model "
-                f"call{'s' if calls != 1 else ''}, their cost left out; prices match a name "
-                f"exactly): {hint}"
-            )
-        if len(named) > _MODELS_NAMED:
-            steps.append(f"  {prefix}and {len(named) - _MODELS_NAMED} more models with no price")
-    return ["", "== next steps", *steps] if steps else []
 
 
 def _summary(results: Sequence[tuple[str, list[_Outcome]]], files: Sequence[str]) -> list[str]:
