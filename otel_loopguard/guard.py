@@ -63,6 +63,8 @@ class LoopGuard:
         if kill_switch(os.environ):
             _logger.info("otel-loopguard is off: OTEL_LOOPGUARD_DISABLED=true")
             self.settings = switched_off(self.settings)
+        elif self.settings.default.enabled is None:
+            _logger.warning(_only_compaction_guard(self.settings))
         store = store if store is not None else _store_of(self.settings.globals)
         store.configure(self.settings.max_history_size, io_context=suppressed)
         observe_store(store, meter_provider)
@@ -423,6 +425,18 @@ class LoopGuard:
             raise Misuse(text)
         self._warned_unscoped = True
         _logger.warning(text)
+
+
+def _only_compaction_guard(settings: Settings) -> str:
+    """What a guard with ``enabled`` unset runs (SPEC 3.5: the post-compaction guard only),
+    said once at start-up: a user who wrote ``LoopGuard()`` expects loops to be caught."""
+    listed = sorted(a for a, c in settings.agents.items() if c.enabled is True)
+    where = f" (for every agent but {', '.join(map(repr, listed))})" if listed else ""
+    return (
+        f"otel-loopguard: enabled is unset, so only the post-compaction guard (and any budget) "
+        f"runs{where}; the loop detectors are off. Set enabled: true (or "
+        "OTEL_LOOPGUARD_ENABLED=true) to turn them on"
+    )
 
 
 def _store_of(g: GlobalSettings) -> Store:

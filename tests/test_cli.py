@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -347,7 +348,7 @@ def test_validate_zero_code_with_a_path_is_refused(tmp_path: Path) -> None:
     path.write_text("{}")
     result = run("validate", "--zero-code", str(path))
     assert result.returncode == 2
-    assert "--zero-code reads the environment: give no PATH with it" in result.stderr
+    assert "--zero-code reads the environment: give no FILE with it" in result.stderr
 
 
 def test_version() -> None:
@@ -356,3 +357,61 @@ def test_version() -> None:
     result = run("--version")
     assert result.returncode == 0
     assert result.stdout.strip() == f"otel-loopguard {version('otel-loopguard')}"
+
+
+def _without(module: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """The command run with ``module`` missing, as in a core install without the extra."""
+    code = (
+        f"import sys; sys.modules[{module!r}] = None; from otel_loopguard.cli.main import main; "
+        f"raise SystemExit(main({list(args)!r}))"
+    )
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+
+
+def test_the_two_missing_extra_errors_have_one_wording_and_prefix() -> None:
+    """``serve`` and ``mcp-proxy`` without their extra: one line each, the same words."""
+    found = []
+    for command, module, extra in (
+        (["serve", "--listen", "127.0.0.1:0"], "starlette", "serve"),
+        (["mcp-proxy", "--", "true"], "mcp", "mcp"),
+    ):
+        result = _without(module, *command)
+        assert result.returncode == 2
+        assert result.stderr.count("\n") == 1, result.stderr
+        found.append(result.stderr.strip())
+        assert result.stderr.strip() == (
+            f"otel-loopguard {command[0]}: error: needs the {extra} extra ({module} is not "
+            f'installed): python3 -m pip install -e ".[{extra}]" (from the root of a clone of '
+            "this repository)"
+        )
+    assert len(found) == 2
+
+
+def test_every_config_option_is_named_file_in_the_help() -> None:
+    """``--config`` (and replay's ``--prices``, and validate's argument) read a file: each
+    command's help calls it FILE, never PATH."""
+    for command in ("demo", "validate", "replay", "serve", "mcp-proxy"):
+        shown = run(command, "--help")
+        assert shown.returncode == 0, shown.stderr
+        text = " ".join(shown.stdout.split())
+        assert not re.search(r"--(config|prices) PATH", text), command
+        if command == "validate":
+            assert "validate [-h] [--zero-code] [FILE]" in text
+        else:
+            assert "--config FILE" in text, command
+    assert "--prices FILE" in " ".join(run("replay", "--help").stdout.split())
+
+
+def test_mcp_proxy_help_says_it_needs_its_extra() -> None:
+    shown = " ".join(run("mcp-proxy", "--help").stdout.split())
+    assert 'Needs the mcp extra: python3 -m pip install -e ".[mcp]"' in shown
+    assert "(needs the mcp extra)" in " ".join(run("--help").stdout.split())
+
+
+def test_hook_help_describes_the_command() -> None:
+    shown = run("hook", "--help")
+    assert shown.returncode == 0
+    description = shown.stdout.split("\n\n")[1]
+    assert "command hook" in description
+    assert "stdin" in description
+    assert "stdout" in description

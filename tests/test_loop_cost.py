@@ -349,7 +349,7 @@ def test_replay_gives_the_live_runs_loop_tokens_and_what_the_stop_saved(tmp_path
     priced = run("replay", str(path), "--prices", str(prices))
     assert priced.returncode == 0, priced.stderr
     # 2310 tokens inside loops: 2100 input at 10, 210 output at 100 per million.
-    assert "2310 tokens (cost 0.042) inside loops" in priced.stdout
+    assert "2310 tokens (cost 0.042 EUR) inside loops" in priced.stdout
     # The same stubborn agent, live and blocking: its loop-tokens counter says the same.
     live = rig(ON)
     with live.tracer.start_as_current_span("invoke_agent stubborn"):

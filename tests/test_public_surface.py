@@ -62,6 +62,8 @@ PUBLIC: dict[str, list[str]] = {
     ],
     "otel_loopguard.recorded.backtest": [
         "MODEL_REPLY",
+        "RECORDED_COST",
+        "Costs",
         "OtlpFileError",
         "Outcome",
         "RunInfo",

@@ -97,7 +97,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     demo.add_argument(
         "--config",
-        metavar="PATH",
+        metavar="FILE",
         help="a loop-detection config file (JSON, JSON5, YAML, TOML); default: enabled=true",
     )
     demo.add_argument(
@@ -116,19 +116,19 @@ def _parser() -> argparse.ArgumentParser:
             "Load a configuration file exactly as LoopGuard would and print the effective "
             "settings, globally and per agent, each marked with where it came from (the file's "
             "global block, the agent's block, or the default), and every value the runtime "
-            "changed or that cannot take effect. Without PATH: the configuration the "
+            "changed or that cannot take effect. Without FILE: the configuration the "
             "environment gives (OTEL_LOOPGUARD_CONFIG and the OTEL_LOOPGUARD_* variables), "
             "with every value the application would ignore; the exit status is 1 if there is one."
         ),
     )
     validate.add_argument(
-        "path", metavar="PATH", nargs="?", help="the configuration file (default: the environment)"
+        "path", metavar="FILE", nargs="?", help="the configuration file (default: the environment)"
     )
     validate.add_argument(
         "--zero-code",
         action="store_true",
         help=(
-            "without PATH: read the environment as OTEL_PYTHON_CONFIGURATOR=loopguard does "
+            "without FILE: read the environment as OTEL_PYTHON_CONFIGURATOR=loopguard does "
             "(over enabled: true, observeOnly: true)"
         ),
     )
@@ -315,7 +315,7 @@ def _validate(args: argparse.Namespace) -> int:
         print(text)
         return 1 if ignored else 0
     if args.zero_code:
-        raise UsageError("--zero-code reads the environment: give no PATH with it")
+        raise UsageError("--zero-code reads the environment: give no FILE with it")
     print(validate.report(args.path))
     return 0
 

@@ -7,22 +7,22 @@ import argparse
 import sys
 from typing import Any
 
-from .serve import add_bounds
+from .serve import add_bounds, missing_extra
 
 __all__ = ["add_parser", "main"]
-
-INSTALL = 'python3 -m pip install -e ".[mcp]"  (from the repository root)'
 
 
 def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
         "mcp-proxy",
-        help="guard every tools/call of any MCP client, in front of any MCP server",
+        help="guard every tools/call of any MCP client, in front of any MCP server (needs the "
+        "mcp extra)",
         description=(
             "Run in front of an MCP server (its command after --, over stdio; or --upstream "
             "URL, over streamable HTTP) and guard every tools/call: a warning is added to the "
             "result, a blocked call is not forwarded and answers isError with the reason. "
-            "Clients connect over stdio, or over HTTP with --listen."
+            "Clients connect over stdio, or over HTTP with --listen. Needs the mcp extra: "
+            'python3 -m pip install -e ".[mcp]" in a clone.'
         ),
         usage=(
             "otel-loopguard mcp-proxy [options] -- COMMAND [ARG ...]\n"
@@ -78,9 +78,6 @@ def main(args: argparse.Namespace) -> int:
     try:
         from ..services.mcp_proxy_run import run
     except ImportError as exc:
-        print(
-            f"otel-loopguard mcp-proxy needs the mcp extra ({exc.name} is missing): {INSTALL}",
-            file=sys.stderr,
-        )
+        print(f"otel-loopguard mcp-proxy: error: {missing_extra('mcp', exc.name)}", file=sys.stderr)
         return 2
     return run(args)

@@ -22,12 +22,13 @@ from ..config.model import LoopDetectionConfig, LoopGuardConfig
 from ..engine.messages import escaped
 from ..engine.usage import NOTHING_SPENT, Usage
 from ..engine.verdict import COMPACTION_DETECTOR, Verdict
+from ..recorded.backtest import Costs, backtest
 from ..recorded.backtest import Outcome as _Outcome
 from ..recorded.backtest import Step as _Step
-from ..recorded.backtest import backtest
 from ..recorded.otlp_file import OtlpFileError
 from . import replay_html
 from .progress import ProgressBar
+from .replay_hints import PRICES_FORM, next_steps
 
 __all__ = ["add_parser", "main"]
 
@@ -62,7 +63,7 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--config",
         action="append",
-        metavar="PATH",
+        metavar="FILE",
         help=(
             "a configuration file to replay with (repeat it to compare several); "
             f"default: {DEFAULT_LABEL}, every other setting at its default"
@@ -70,10 +71,9 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument(
         "--prices",
-        metavar="PATH",
+        metavar="FILE",
         help=(
-            'a file giving model prices ({"prices": {MODEL: {"input": .., "output": .., '
-            '"cached": ..}}, "currency": ..}, per million tokens): what the model calls, '
+            f"a file giving model prices ({PRICES_FORM}): what the model calls, "
             "the loops and the stops cost (default: each configuration's own prices)"
         ),
     )
@@ -113,7 +113,8 @@ def main(args: argparse.Namespace) -> int:
             replay_html.call_label if args.html else None,
         )
     labelled = [(label, outcomes) for (label, _), outcomes in zip(configs, results, strict=True)]
-    print("\n".join(_report(labelled, args.files, show_all=args.all)))
+    prices = [frozenset((config.loop_detection.prices or {}).keys()) for _, config in configs]
+    print("\n".join(_report(labelled, args.files, show_all=args.all, prices=prices)))
     if args.html:
         currencies = [config.loop_detection.currency or "USD" for _, config in configs]
         try:
@@ -152,9 +153,23 @@ def _progress(
     return bar_for
 
 
-def _tokens(usage: Usage) -> str:
-    cost = f" (cost {usage.cost:.4g})" if usage.cost else ""
-    return f"{usage.tokens} tokens{cost}"
+def _tokens(usage: Usage, costs: Costs | None = ()) -> str:
+    """Tokens, and their cost per currency (``None``: in several, not split)."""
+    if costs is None:
+        return f"{usage.tokens} tokens (cost not split: in several currencies)"
+    shown = ", ".join(f"{amount:.4g} {currency}" for currency, amount in costs if amount)
+    return f"{usage.tokens} tokens" + (f" (cost {shown})" if shown else "")
+
+
+def _costs_total(each: Iterable[Costs | None]) -> Costs | None:
+    """Per currency, the sum of each run's costs (``None`` if any run's could not be split)."""
+    totals: dict[str, float] = {}
+    for costs in each:
+        if costs is None:
+            return None
+        for currency, amount in costs:
+            totals[currency] = totals.get(currency, 0.0) + amount
+    return tuple(sorted(totals.items()))
 
 
 def _label(verdict: Verdict) -> str:
@@ -207,23 +222,34 @@ def _run_lines(outcome: _Outcome) -> list[str]:
     elif not outcome.steps:
         lines.append("    nothing would have fired")
     if outcome.spent.tokens:
-        saved = "" if outcome.saved is None else f"; {_tokens(outcome.saved)} after the stop"
+        saved = (
+            ""
+            if outcome.saved is None
+            else f"; {_tokens(outcome.saved, outcome.saved_costs)} after the stop"
+        )
         lines.append(
-            f"    tokens: {_tokens(outcome.spent)} in model calls, "
-            f"{_tokens(outcome.in_loops)} inside loops{saved}"
+            f"    tokens: {_tokens(outcome.spent, outcome.costs)} in model calls, "
+            f"{_tokens(outcome.in_loops, outcome.loop_costs)} inside loops{saved}"
         )
     return lines
 
 
 def _report(
-    results: Sequence[tuple[str, list[_Outcome]]], files: Sequence[str], show_all: bool
+    results: Sequence[tuple[str, list[_Outcome]]],
+    files: Sequence[str],
+    show_all: bool,
+    prices: Sequence[frozenset[str]] | None = None,
 ) -> list[str]:
+    """The runs, the summary, and the next steps (``prices``: each configuration's priced
+    model names, for the hints on costs)."""
     out: list[str] = []
     several = len(results) > 1
+    hidden = 0
     for index, first in enumerate(results[0][1]):
         run = first.run
         per_config = [(label, outcomes[index]) for label, outcomes in results]
         if not show_all and not any(o.steps for _, o in per_config):
+            hidden += 1
             continue
         # Names come from the recording as its agent wrote them: escaped, a control character
         # must not drive the terminal (engine.names.escaped).
@@ -238,6 +264,7 @@ def _report(
             out.extend(_run_lines(outcome))
         out.append("")
     out.extend(_summary(results, files))
+    out.extend(next_steps(results, hidden, prices or [frozenset()] * len(results)))
     return out
 
 
@@ -291,11 +318,17 @@ def _summary(results: Sequence[tuple[str, list[_Outcome]]], files: Sequence[str]
             budgets = sum(
                 1 for o in outcomes if any(s.verdict.detector == "budget_exceeded" for s in o.steps)
             )
+            in_loops = _tokens(
+                _total(o.in_loops for o in outcomes), _costs_total(o.loop_costs for o in outcomes)
+            )
+            saved = _tokens(
+                _total(o.saved for o in outcomes if o.saved),
+                _costs_total(o.saved_costs for o in outcomes),
+            )
             out.append(
-                f"  {prefix}tokens: {_tokens(spent)} in model calls, "
-                f"{_tokens(_total(o.in_loops for o in outcomes))} inside loops, "
-                f"{_tokens(_total(o.saved for o in outcomes if o.saved))} that stopping would "
-                f"have saved; runs a budget would have stopped: {budgets}"
+                f"  {prefix}tokens: {_tokens(spent, _costs_total(o.costs for o in outcomes))} in "
+                f"model calls, {in_loops} inside loops, {saved} that stopping would have saved; "
+                f"runs a budget would have stopped: {budgets}"
             )
     return out
 

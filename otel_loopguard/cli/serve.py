@@ -23,7 +23,20 @@ from ..services._base import (
 
 __all__ = ["add_parsers"]
 
-EXTRA = 'python3 -m pip install -e ".[serve]" (from the root of a clone of this repository)'
+_SERVE = 'python3 -m pip install -e ".[serve]"'
+_MCP = 'python3 -m pip install -e ".[mcp]"'
+_INSTALL = {"serve": _SERVE, "mcp": _MCP}
+"""Each service's extra, as installed from a clone (otel-loopguard is not published)."""
+
+
+def missing_extra(extra: str, module: str | None) -> str:
+    """The one wording of a service whose extra is not installed (after ``otel-loopguard
+    COMMAND: error:``): which extra, which module is missing, and the command that installs it."""
+    package = module.partition(".")[0] if module else "a module of it"
+    return (
+        f"needs the {extra} extra ({package} is not installed): "
+        f"{_INSTALL[extra]} (from the root of a clone of this repository)"
+    )
 
 
 def add_parsers(commands: Any) -> None:
@@ -37,7 +50,7 @@ def add_parsers(commands: Any) -> None:
             "/v1/outcome, /v1/usage and /v1/release for agents in any language. Listens on "
             f"127.0.0.1 unless told otherwise; beyond loopback it needs a bearer token "
             f"(--token-file or ${ENV_TOKEN}). Its spans and metrics go out through the OTEL_* "
-            "environment."
+            f"environment. Needs the serve extra: {_INSTALL['serve']} in a clone."
         ),
     )
     serve.add_argument("--config", metavar="FILE", help="a loop-detection config file")
@@ -63,6 +76,14 @@ def add_parsers(commands: Any) -> None:
     hook = commands.add_parser(
         "hook",
         help="a coding agent's command hook: the hook's JSON on stdin, the answer on stdout",
+        description=(
+            "Answer a coding agent's command hook: the agent runs `otel-loopguard hook AGENT` "
+            "for each hook event, with the event's JSON on stdin, and reads the verdict from "
+            "stdout. The session's history is kept by a running `otel-loopguard serve` (or a "
+            "shared store), so every call of a session is judged together. Claude Code needs "
+            "no command: its http hooks post to `serve` directly. See `otel-loopguard hook "
+            "codex --help`."
+        ),
     )
     agents = hook.add_subparsers(dest="agent", required=True, metavar="AGENT")
     codex = agents.add_parser(
@@ -152,10 +173,7 @@ def _serve(args: argparse.Namespace) -> int:
         try:
             from ..services.serve import serve
         except ImportError as missing:
-            raise ServiceError(
-                f"otel-loopguard serve needs the serve extra ({missing.name} is not "
-                f"installed): {EXTRA}"
-            ) from None
+            raise ServiceError(missing_extra("serve", missing.name)) from None
         serve(
             service_config(args.config),
             listen,

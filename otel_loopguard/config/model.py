@@ -91,7 +91,8 @@ class LoopDetectionConfig(Block):
     """The ``loopDetection`` block, globally or for one agent. Unset fields inherit."""
 
     enabled: StrictBool | None = setting(
-        "unset: only the post-compaction guard; `true`: everything; `false`: nothing",
+        "unset: only the post-compaction guard (and budgets), said at start-up in one warning;"
+        " `true`: everything; `false`: nothing",
         env="OTEL_LOOPGUARD_ENABLED",
     )
     history_size: Count | None = setting("calls kept per scope", env="OTEL_LOOPGUARD_HISTORY_SIZE")

@@ -77,6 +77,9 @@ class Spent:
     """A reply that called no tool because the agent rejected it (mini-swe-agent's format
     check): it counts in a streak. One that called none and was not rejected is an answer (to
     the user: a turn's end), which ends a streak."""
+    cost_recorded: bool = False
+    """Its cost is the recording's own (in the recorder's currency), not made from the user's
+    prices (in the configuration's currency): the two are never added up in a report."""
 
     @property
     def reply(self) -> Reply | None:

@@ -152,7 +152,7 @@ class Outcomes:
         found = usage_of(attributes, self.runtime.prices)
         if found is None:
             return ()
-        usage, model, rejected = found
+        usage, model, rejected, _ = found
         if rejected:
             self.runtime.annotator.usage_rejected(rejected)
         if usage is None:

@@ -46,6 +46,9 @@ class Spent(NamedTuple):
     usage: Usage | None
     model: str | None
     rejected: int = 0
+    cost_recorded: bool = False
+    """The cost is the span's own (``gen_ai.usage.cost``, in whatever currency its recorder
+    used), not one made from the user's ``prices`` (in the configuration's ``currency``)."""
 
 
 class _Reading:
@@ -102,6 +105,7 @@ def usage_of(
     cached = min(reading.tokens(attributes, _CACHED_TOKENS) or 0, spent_in)
     model = model_of(attributes)
     cost = reading.amount(attributes.get(_COST))
+    recorded = cost is not None
     if cost is None:
         # Not set by the instrumentation (most calls): from the model's price, if known.
         price = prices.get(model) if model is not None else None
@@ -113,4 +117,4 @@ def usage_of(
                 (spent_in - cached) * per_input + cached * per_cached + spent_out * per_output
             ) / 1_000_000
     usage = Usage(spent_in, spent_out, cached, min(float(cost), float(MAX_USAGE)))
-    return Spent(usage, model, reading.rejected)
+    return Spent(usage, model, reading.rejected, recorded)

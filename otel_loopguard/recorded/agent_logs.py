@@ -149,11 +149,12 @@ def spent(
     if cost is not None:
         attributes["gen_ai.usage.cost"] = cost
     found = usage_of(attributes, prices)
+    recorded = False
     if found is not None and found.usage is not None:
-        usage, model = found.usage, found.model
+        usage, model, recorded = found.usage, found.model, found.cost_recorded
     else:
         usage = Usage()
-    return Spent(usage, model, when, when, agent, tool_calls, rejected)
+    return Spent(usage, model, when, when, agent, tool_calls, rejected, cost_recorded=recorded)
 
 
 def tool_span(tool: str) -> str:

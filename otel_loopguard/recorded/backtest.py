@@ -34,7 +34,25 @@ from .runs import RecordedCall, RecordedRun, root_of, trace_items
 from .traces import Trace, TraceWindow
 from .trajectories import read_mini_swe_agent, read_swe_agent
 
-__all__ = ["MODEL_REPLY", "OtlpFileError", "Outcome", "RunInfo", "Step", "Tick", "backtest"]
+__all__ = [
+    "MODEL_REPLY",
+    "RECORDED_COST",
+    "Costs",
+    "OtlpFileError",
+    "Outcome",
+    "RunInfo",
+    "Step",
+    "Tick",
+    "backtest",
+]
+
+RECORDED_COST = "as recorded"
+"""The currency a recording's own costs are reported in (``gen_ai.usage.cost``, a trajectory's
+cost): the recorder's, which the recording does not name; never added to costs made from
+``prices``, which are in the configuration's ``currency``."""
+
+Costs = tuple[tuple[str, float], ...]
+"""Amounts per currency, by currency name: costs in different currencies are never summed."""
 
 MODEL_REPLY = "(model reply)"
 """The tool a step names when a model call, not a tool call, was warned (replies that called
@@ -95,6 +113,16 @@ class Outcome:
     timeline: tuple[Tick, ...] = ()
     """Every recorded call, those after the stop too (only when ``backtest`` is given a
     ``label``)."""
+    costs: Costs = ()
+    """What ``spent`` cost, per currency (``usage.cost`` adds them all up: never shown)."""
+    loop_costs: Costs | None = ()
+    """What ``in_loops`` cost, per currency; ``None`` where the run's costs are in several
+    currencies (a loop's cost is known only as a total, which cannot be split)."""
+    saved_costs: Costs = ()
+    """What ``saved`` cost, per currency."""
+    unpriced: tuple[tuple[str, int], ...] = ()
+    """The models whose calls spent tokens with no cost (none recorded, no price given for
+    their name), each with its number of calls."""
 
 
 def backtest(
@@ -198,11 +226,12 @@ def _collector_paused() -> Iterator[Callable[[], None]]:
 class _Runs:
     """One configuration's runs: those still being fed, and the outcomes of those finished."""
 
-    __slots__ = ("_created", "_digester", "_finished", "_label", "_live", "settings")
+    __slots__ = ("_created", "_digester", "_finished", "_label", "_live", "_prices", "settings")
 
     def __init__(self, settings: Settings, label: Callable[[Call], str] | None) -> None:
         self.settings = settings
         self._label = label
+        self._prices = (settings.globals.currency, frozenset(m for m, _ in settings.globals.prices))
         self._digester = Digester()  # the runs' recent argument texts, shared
         self._live: dict[str, tuple[tuple[int, int], _Run]] = {}
         self._finished: list[tuple[tuple[int, int], Outcome]] = []
@@ -222,7 +251,7 @@ class _Runs:
                 info = RunInfo(trace.trace_id, root.name, root.service)
                 entry = self._live[key] = (
                     (trace.number, self._created),
-                    _Run(info, Replayer(self.settings, self._digester), self._label),
+                    _Run(info, Replayer(self.settings, self._digester), self._label, self._prices),
                 )
                 self._created += 1
             entry[1].feed(item)
@@ -234,7 +263,7 @@ class _Runs:
     def add_run(self, order: int, run: RecordedRun) -> None:
         """A whole run read from an agent's log, placed after the ``order`` traces before it."""
         info = RunInfo(run.trace_id, run.root, run.service, traced=False)
-        replayed = _Run(info, Replayer(self.settings, self._digester), self._label)
+        replayed = _Run(info, Replayer(self.settings, self._digester), self._label, self._prices)
         for item in run.items:
             replayed.feed(item)
         self._finished.append(((order, self._created), replayed.outcome()))
@@ -254,34 +283,61 @@ class _Run:
     __slots__ = (
         "_at_stop",
         "_calls",
+        "_costs",
+        "_costs_at_stop",
+        "_currency",
         "_in_loops",
         "_info",
         "_label",
+        "_priced",
         "_replayer",
         "_timeline",
         "_total",
+        "_unpriced",
         "aborted_at",
         "steps",
     )
 
     def __init__(
-        self, info: RunInfo, replayer: Replayer, label: Callable[[Call], str] | None
+        self,
+        info: RunInfo,
+        replayer: Replayer,
+        label: Callable[[Call], str] | None,
+        prices: tuple[str, frozenset[str]],
     ) -> None:
         self._info = info
         self._replayer = replayer
         self._label = label
         self._timeline: list[Tick] = []
+        self._currency, self._priced = prices
         self.steps: list[Step] = []
         self.aborted_at: int | None = None
         self._calls = 0
         self._in_loops = self._total = NOTHING_SPENT
         self._at_stop: Usage | None = None
         """What the run had spent when it stopped (``None``: it did not)."""
+        self._costs: dict[str, float] = {}
+        self._costs_at_stop: dict[str, float] = {}
+        self._unpriced: dict[str, int] = {}
+
+    def _spent(self, item: Spent) -> None:
+        """A model call's usage in the totals; its cost under its currency."""
+        self._total = self._total.plus(item.usage)
+        if item.cost_recorded or item.usage.cost:
+            currency = RECORDED_COST if item.cost_recorded else self._currency
+            self._costs[currency] = self._costs.get(currency, 0.0) + item.usage.cost
+        elif item.usage.tokens and (item.model is None or item.model not in self._priced):
+            name = item.model or "(no model name recorded)"
+            self._unpriced[name] = self._unpriced.get(name, 0) + 1
+
+    def _stop(self, number: int) -> None:
+        self.aborted_at, self._at_stop = number, self._total
+        self._costs_at_stop = dict(self._costs)
 
     def feed(self, item: RecordedCall | Compaction | Spent) -> None:
         stopped = self.aborted_at is not None
         if isinstance(item, Spent):
-            self._total = self._total.plus(item.usage)
+            self._spent(item)
             if not stopped:
                 for warned in self._replayer.feed(item):
                     # Replies that called no tool: shown on the model call, after call n.
@@ -307,7 +363,7 @@ class _Run:
         if verdict.level != "ok" or verdict.blocked:
             self.steps.append(Step(number, item.call.tool, verdict))
             if verdict.aborted:
-                self.aborted_at, self._at_stop = number, self._total
+                self._stop(number)
                 return
         # The post-compaction guard fires as a call completes: shown on that call, whose span
         # carries it; the run stops after it (observe-only: it would have).
@@ -315,10 +371,21 @@ class _Run:
         if fired is not None:
             self.steps.append(Step(number, item.call.tool, fired))
             if fired.aborted:
-                self.aborted_at, self._at_stop = number, self._total
+                self._stop(number)
 
     def outcome(self) -> Outcome:
         saved = None if self._at_stop is None else self._total.since(self._at_stop)
+        costs = self._costs
+        loop_costs: Costs | None = ()
+        if len(costs) > 1:
+            loop_costs = None
+        elif costs and self._in_loops.cost:
+            loop_costs = ((next(iter(costs)), self._in_loops.cost),)
+        saved_costs = (
+            {}
+            if self._at_stop is None
+            else {c: amount - self._costs_at_stop.get(c, 0.0) for c, amount in costs.items()}
+        )
         return Outcome(
             self._info,
             self.steps,
@@ -328,4 +395,8 @@ class _Run:
             self._in_loops,
             saved,
             tuple(self._timeline),
+            costs=tuple(sorted(costs.items())),
+            loop_costs=loop_costs,
+            saved_costs=tuple(sorted((c, a) for c, a in saved_costs.items() if a > 0)),
+            unpriced=tuple(sorted(self._unpriced.items())),
         )

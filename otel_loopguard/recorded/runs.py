@@ -129,6 +129,7 @@ class _Trace:
                 span.end / 1e9,
                 self._agents.of(span),
                 *_tool_calls(conventions.reply_kind(attributes)),
+                cost_recorded=found.cost_recorded,
             )
         if not conventions.is_tool_span(attributes, span.name, settings):
             return None
