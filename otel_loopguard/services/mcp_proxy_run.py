@@ -149,7 +149,7 @@ async def _serve_http(
         guarded,
         host=listen.host,
         port=listen.port,
-        http=bounded_protocol(connections, args.header_timeout),
+        http=bounded_protocol(connections, args.header_timeout, args.body_timeout),
         backlog=backlog(connections),
         log_level="warning",
         lifespan="on",
