@@ -122,7 +122,7 @@ class Relay:
         self.timeout = timeout
         self.guard = guard
         self.options = options
-        self._proxy = _Proxy(cast(Any, None), guard, options)
+        self._proxy = _Proxy(guard, options)
         self._link: Link | None = None
         self._lock = anyio.Lock()
         self._send_lock = anyio.Lock()
