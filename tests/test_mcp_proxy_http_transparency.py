@@ -25,11 +25,15 @@ import httpx2
 import mcp.types as types
 from mcp import Client, StdioServerParameters
 
-from .mcp_proxy.rig import PROXY, environment, listening
+from .mcp_proxy.rig import PROXY, environment, listening, npm_package
 from .redis_server import free_port
 from .test_mcp_proxy_transparency import ANSWERS, CLIENT_CAPABILITIES, RAW, _call, _conversation
 
 TS_SCRIPT = Path(__file__).resolve().parent / "mcp_proxy" / "ts_transparency.mjs"
+TS_EVERYTHING = Path(__file__).resolve().parent / "mcp_proxy" / "ts_everything.mjs"
+EVERYTHING_VERSION = "2026.8.31"
+"""``@modelcontextprotocol/server-everything`` from npm: MCP's reference server that uses
+sampling, elicitation and roots (and registers tools by the client's capabilities)."""
 
 
 class HttpWire:
@@ -77,9 +81,9 @@ class HttpWire:
 
 
 @contextmanager
-def proxy(tmp_path: Path, *options: str) -> Iterator[str]:
+def proxy(tmp_path: Path, *options: str, upstream: list[str] = RAW) -> Iterator[str]:
     port = free_port()
-    command = [*PROXY, "--listen", f"127.0.0.1:{port}", *options, "--", *RAW]
+    command = [*PROXY, "--listen", f"127.0.0.1:{port}", *options, "--", *upstream]
     with listening(command, environment(tmp_path / "ran"), "listening on"):
         yield f"http://127.0.0.1:{port}/mcp"
 
@@ -286,31 +290,47 @@ def test_the_python_sdk_clients_view_is_the_same_direct_and_over_http(tmp_path: 
 def test_the_typescript_sdk_clients_view_is_the_same_direct_and_over_http(
     tmp_path: Path,
 ) -> None:
-    from .test_mcp_proxy import _ts_sdk
-
-    sdk = _ts_sdk()
-
-    def seen(*target: str) -> dict[str, Any]:
-        done = subprocess.run(
-            ["node", str(TS_SCRIPT), str(sdk), *target],
-            env={**os.environ, **environment(tmp_path / "ran")},
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert done.returncode == 0, done.stderr[-2000:]
-        value: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
-        return value
-
     with proxy(tmp_path) as url:
-        proxied = seen(url)
-    assert proxied == seen(*RAW)
+        proxied = _ts_view(TS_SCRIPT, tmp_path, url)
+    assert proxied == _ts_view(TS_SCRIPT, tmp_path, *RAW)
     assert proxied["requests"] == ["sampling/createMessage", "elicitation/create", "roots/list"]
     assert proxied["tools"][0]["execution"] == {"taskSupport": "optional"}
     assert sorted(proxied["notifications"]) == [
         "notifications/message",
         "notifications/tools/list_changed",
     ]
+
+
+def _ts_view(script: Path, tmp_path: Path, *target: str) -> dict[str, Any]:
+    from .test_mcp_proxy import _ts_sdk
+
+    done = subprocess.run(
+        ["node", str(script), str(_ts_sdk()), *target],
+        env={**os.environ, **environment(tmp_path / "ran")},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    value: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    return value
+
+
+def test_server_everything_shows_the_typescript_client_the_same_direct_and_over_http(
+    tmp_path: Path,
+) -> None:
+    """MCP's reference server registers its sampling, elicitation and roots tools only for a
+    client that says it can answer them, asks for the client's roots on its own, and answers
+    structured content: the client sees all of it as it does directly."""
+    package = npm_package("@modelcontextprotocol/server-everything", EVERYTHING_VERSION)
+    server = ["node", str(package / "dist" / "index.js"), "stdio"]
+    with proxy(tmp_path, upstream=server) as url:
+        proxied = _ts_view(TS_EVERYTHING, tmp_path, url)
+    assert proxied == _ts_view(TS_EVERYTHING, tmp_path, *server)
+    names = {tool["name"] for tool in proxied["tools"]}
+    assert {"trigger-sampling-request", "trigger-elicitation-request", "get-roots-list"} <= names
+    assert proxied["requests"] == ["elicitation/create", "roots/list", "sampling/createMessage"]
+    assert "file:///work/root" in proxied["calls"]["get-roots-list"]["content"][0]["text"]
 
 
 def test_the_proxy_answers_no_other_host_on_loopback(tmp_path: Path) -> None:
