@@ -217,6 +217,24 @@ def test_each_session_has_a_server_of_its_own_that_sees_its_own_initialize(
     assert told == ["first", "second"]
 
 
+def test_a_server_message_outside_any_request_reaches_the_sessions_get_stream(
+    tmp_path: Path,
+) -> None:
+    with proxy(tmp_path) as url:
+        w = HttpWire(url)
+        _initialize(w)
+        answer = w.until(_call(2, "later"))
+        headers = {**w._headers(), "accept": "text/event-stream"}
+        with w.client.stream("GET", url, headers=headers) as stream:
+            assert stream.headers["content-type"].startswith("text/event-stream")
+            data = next(line for line in stream.iter_lines() if line.startswith("data: "))
+    assert [m.get("id") for m in answer] == [2]  # the POST's response: its answer alone
+    assert json.loads(data[len("data: ") :]) == {
+        "jsonrpc": "2.0",
+        "method": "notifications/resources/list_changed",
+    }
+
+
 def test_an_unknown_session_is_404_and_a_deleted_one_ends(tmp_path: Path) -> None:
     with proxy(tmp_path) as url:
         w = HttpWire(url)
