@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,7 +26,7 @@ import httpx2
 import mcp.types as types
 from mcp import Client, StdioServerParameters
 
-from .mcp_proxy.rig import PROXY, environment, listening, npm_package
+from .mcp_proxy.rig import PROXY, UPSTREAM, environment, listening, npm_package
 from .redis_server import free_port
 from .test_mcp_proxy_transparency import ANSWERS, CLIENT_CAPABILITIES, RAW, _call, _conversation
 
@@ -233,6 +234,24 @@ def test_a_server_message_outside_any_request_reaches_the_sessions_get_stream(
         "jsonrpc": "2.0",
         "method": "notifications/resources/list_changed",
     }
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_the_servers_progress_reaches_the_client_over_http(tmp_path: Path, mode: Any) -> None:
+    """In a session (legacy) and without one (2026-07-28: many clients share one relay)."""
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def progress(value: float, total: float | None, message: str | None) -> None:
+        seen.append((value, total, message))
+
+    async def run(url: str) -> Any:
+        async with Client(url, mode=mode) as client:
+            return await client.call_tool("slow", {}, progress_callback=progress)
+
+    with proxy(tmp_path, upstream=[sys.executable, str(UPSTREAM)]) as url:
+        result = anyio.run(run, url)
+    assert result.content[0].text == "finished"
+    assert seen == [(1, 2, "half way"), (2, 2, "done")]
 
 
 def test_an_unknown_session_is_404_and_a_deleted_one_ends(tmp_path: Path) -> None:
