@@ -254,6 +254,35 @@ def test_the_servers_progress_reaches_the_client_over_http(tmp_path: Path, mode:
     assert seen == [(1, 2, "half way"), (2, 2, "done")]
 
 
+def test_a_request_the_client_cancels_ends_its_response_with_no_answer(tmp_path: Path) -> None:
+    with proxy(tmp_path) as url:
+        w = HttpWire(url)
+        _initialize(w)
+        seen = []
+        with w.client.stream("POST", url, json=_call(2, "ask"), headers=w._headers()) as r:
+            for line in r.iter_lines():
+                if line.startswith("data: "):
+                    seen.append(json.loads(line[len("data: ") :]))
+                    cancel = {"requestId": 2, "reason": "the user stopped it"}
+                    notification = {
+                        "jsonrpc": "2.0",
+                        "method": "notifications/cancelled",
+                        "params": cancel,
+                    }
+                    assert w.send(notification)[0] == 202
+    assert [m.get("method") for m in seen] == ["sampling/createMessage"]
+
+
+def test_a_body_nested_past_the_parsers_depth_is_a_parse_error(tmp_path: Path) -> None:
+    with proxy(tmp_path) as url:
+        w = HttpWire(url)
+        deep = w.client.post(url, content=b"[" * 200_000, headers=w._headers())
+        after = w.send({"jsonrpc": "2.0", "id": 1, "method": "ping"})  # it goes on serving
+    assert deep.status_code == 400
+    assert deep.json()["error"]["code"] == -32700
+    assert after[0] == 200
+
+
 def test_an_unknown_session_is_404_and_a_deleted_one_ends(tmp_path: Path) -> None:
     with proxy(tmp_path) as url:
         w = HttpWire(url)

@@ -275,7 +275,7 @@ class Sessions:
     async def _post(self, request: Request, session_id: str | None, send: Send) -> None:
         try:
             body = json.loads(await request.body())
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested past the parser's depth
             await _json(send, 400, _jsonrpc_error(-32700, "Parse error"))
             return
         messages = body if isinstance(body, list) else [body]
@@ -311,7 +311,9 @@ class Sessions:
         exchange = relay.exchange(names, progress - {None}, streams)
         try:
             for message in messages:
-                if message.get("method") == "notifications/cancelled":
+                # Without a session the client's ids are not unique (cancelling is closing
+                # the stream there).
+                if message.get("method") == "notifications/cancelled" and relay.session:
                     params = message.get("params")
                     relay.no_answer(params.get("requestId") if isinstance(params, dict) else None)
                 await relay.take(message)

@@ -524,6 +524,8 @@ class Relay:
             )
             proxy._failed(span, name, call_id, text, "upstream_unavailable")
             return _result(id_, _refusal(text, protocol))
+        except _Cancelled:
+            raise  # the client's: no answer
         except Exception as exc:  # a server that won't start again
             text = (
                 f"otel-loopguard mcp-proxy: {self.describe} gave no valid answer to "
