@@ -11,9 +11,9 @@ A POST's requests are answered on its own response: JSON when the answer is all 
 event stream when the server sends the client something first (a sampling, an elicitation, a
 ``roots/list``, a notification). What the server sends the client goes to the stream of the
 request it concerns (a progress notification's token names it; else the newest request
-waiting), else to the session's GET stream, else it waits there (at most
-:data:`BACKLOG`). Only ``tools/call`` is read, as over stdio. A JSON-RPC batch is relayed under
-MCP 2025-03-26, else answered ``Invalid Request``.
+waiting), else to the session's GET stream, else it waits for one
+(:mod:`.mcp_http_relay`). Only ``tools/call`` is read, as over stdio. A JSON-RPC batch is
+relayed under MCP 2025-03-26, else answered ``Invalid Request``.
 """
 
 from __future__ import annotations
@@ -21,23 +21,21 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from collections import deque
-from dataclasses import dataclass
 from typing import Any
 
 import anyio
 import anyio.abc
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.requests import Request
 
 from ..guard import LoopGuard
 from ._base import Receive, Scope, Send
+from .mcp_http_relay import Exchange, HttpRelay, Standalone
 from .mcp_proxy import ProxyOptions
-from .mcp_relay import BATCHING, Relay
+from .mcp_relay import BATCHING
 from .mcp_upstream import Connect
 
-__all__ = ["BACKLOG", "MAX_SESSIONS", "SESSION_IDLE", "Sessions"]
+__all__ = ["MAX_SESSIONS", "SESSION_IDLE", "Sessions"]
 
 _logger = logging.getLogger("otel_loopguard")
 
@@ -45,127 +43,12 @@ MAX_SESSIONS = 100
 """The most client sessions (each with its own MCP server) open at once."""
 SESSION_IDLE = 30 * 60.0
 """Seconds a session with no request and no GET stream lives on."""
-BACKLOG = 100
-"""The most server messages kept for a session's GET stream while none is open."""
 _SESSION_HEADER = "mcp-session-id"
 _PATHS = ("/mcp", "/mcp/")
-_NO_ANSWER: dict[str, Any] = {}
-"""Put on an exchange for a request that gets no answer (the client cancelled it)."""
 
 
 def _jsonrpc_error(code: int, message: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
-
-
-@dataclass(eq=False, slots=True)
-class _Exchange:
-    """One POST waiting for the answers to its requests; what the server sends meanwhile."""
-
-    names: dict[Any, Any]
-    """The ids of its requests still unanswered, as sent to the server, and as the client
-    sent them (the same but in the shared relay, where many clients' ids would meet)."""
-    progress: set[Any]
-    streams: bool
-    """Whether the client takes an event stream (else only the answers come here)."""
-    inbox: MemoryObjectSendStream[dict[str, Any]]
-    outbox: MemoryObjectReceiveStream[dict[str, Any]]
-
-
-@dataclass(eq=False, slots=True)
-class _Standalone:
-    """A session's GET stream."""
-
-    inbox: MemoryObjectSendStream[dict[str, Any]]
-    outbox: MemoryObjectReceiveStream[dict[str, Any]]
-
-
-class _HttpRelay(Relay):
-    """A relay whose client is reached over HTTP: each message routed to a response."""
-
-    def __init__(self, *args: Any, **kw: Any) -> None:
-        super().__init__(*args, **kw)
-        self.exchanges: list[_Exchange] = []
-        self.standalone: _Standalone | None = None
-        self.backlog: deque[dict[str, Any]] = deque(maxlen=BACKLOG)
-        self.dropped = 0
-        self.scope: anyio.CancelScope | None = None
-        self.last_used = anyio.current_time()
-        self.ended = False
-
-    def exchange(self, names: dict[Any, Any], progress: set[Any], streams: bool) -> _Exchange:
-        inbox, outbox = anyio.create_memory_object_stream[dict[str, Any]](16)
-        exchange = _Exchange(names, progress, streams, inbox, outbox)
-        self.exchanges.append(exchange)
-        return exchange
-
-    def done(self, exchange: _Exchange) -> None:
-        if exchange in self.exchanges:
-            self.exchanges.remove(exchange)
-        exchange.inbox.close()
-        exchange.outbox.close()
-        self.last_used = anyio.current_time()
-
-    def no_answer(self, id_: Any) -> None:
-        """The client cancelled request ``id_``: its POST ends with no answer."""
-        for exchange in self.exchanges:
-            for sent, given in list(exchange.names.items()):
-                if given == id_:
-                    del exchange.names[sent]
-                    if not exchange.names:
-                        exchange.inbox.close()
-
-    def end(self) -> None:
-        """Close every response of the session (it has ended)."""
-        self.ended = True
-        for exchange in list(self.exchanges):
-            exchange.inbox.close()
-        if self.standalone is not None:
-            self.standalone.inbox.close()
-        if self.scope is not None:
-            self.scope.cancel()
-
-    async def _to_client(self, message: Any) -> None:
-        if isinstance(message, dict) and "method" not in message:  # an answer
-            id_ = message.get("id")
-            for exchange in self.exchanges if isinstance(id_, str | int) else ():
-                if id_ in exchange.names:
-                    given = exchange.names.pop(id_)
-                    await self._deliver(exchange.inbox, {**message, "id": given})
-                    if not exchange.names:
-                        exchange.inbox.close()
-                    return
-            return  # its client has gone: nobody to answer
-        for target in self._targets(message):
-            if await self._deliver(target, message):
-                return
-        if len(self.backlog) == BACKLOG:
-            self.dropped += 1
-            if self.dropped == 1 or self.dropped % 1000 == 0:
-                _logger.warning(
-                    "mcp-proxy: a session's client opened no stream for the server's messages; "
-                    "%d dropped so far",
-                    self.dropped,
-                )
-        self.backlog.append(message)
-
-    def _targets(self, message: dict[str, Any]) -> list[MemoryObjectSendStream[dict[str, Any]]]:
-        """Where a server's request or notification may go, best first."""
-        params = message.get("params")
-        token = params.get("progressToken") if isinstance(params, dict) else None
-        waiting = [e for e in self.exchanges if e.streams and e.names]
-        targets = [e.inbox for e in waiting if token is not None and token in e.progress]
-        targets += [e.inbox for e in reversed(waiting)]
-        if self.standalone is not None:
-            targets.append(self.standalone.inbox)
-        return targets
-
-    @staticmethod
-    async def _deliver(inbox: MemoryObjectSendStream[dict[str, Any]], message: Any) -> bool:
-        try:
-            await inbox.send(message)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            return False
-        return True
 
 
 class Sessions:
@@ -182,10 +65,9 @@ class Sessions:
         loopback: bool,
     ) -> None:
         self._relay_args = (connect, describe, timeout, guard, options)
-        self.describe = describe
-        self._sessions: dict[str, _HttpRelay] = {}
+        self._sessions: dict[str, HttpRelay] = {}
         self._tg: anyio.abc.TaskGroup | None = None
-        self._shared: _HttpRelay | None = None
+        self._shared: HttpRelay | None = None
         # A loopback server refuses other Host and Origin headers (DNS rebinding), as MCP's
         # own server does.
         settings = TransportSecuritySettings(
@@ -210,20 +92,20 @@ class Sessions:
         for relay in [*self._sessions.values(), *([self._shared] if self._shared else [])]:
             relay.end()
 
-    def _live(self, session_id: str | None) -> _HttpRelay | None:
+    def _live(self, session_id: str | None) -> HttpRelay | None:
         relay = self._sessions.get(session_id) if session_id is not None else None
         return relay if relay is not None and not relay.ended else None
 
-    async def _open(self, session: str | None, *, start: bool = False) -> _HttpRelay:
+    async def _open(self, session: str | None, *, start: bool = False) -> HttpRelay:
         assert self._tg is not None
-        relay = _HttpRelay(*self._relay_args, session=session)
+        relay = HttpRelay(*self._relay_args, session=session)
         await self._tg.start(self._attend, relay, start)
         if session is not None:
             self._sessions[session] = relay
         return relay
 
     async def _attend(
-        self, relay: _HttpRelay, start: bool, *, task_status: anyio.abc.TaskStatus[None]
+        self, relay: HttpRelay, start: bool, *, task_status: anyio.abc.TaskStatus[None]
     ) -> None:
         try:
             with anyio.CancelScope() as scope:
@@ -341,7 +223,7 @@ class Sessions:
             await _plain(send, 409, "this session has a GET stream open already")
             return
         inbox, outbox = anyio.create_memory_object_stream[dict[str, Any]](16)
-        relay.standalone = standalone = _Standalone(inbox, outbox)
+        relay.standalone = standalone = Standalone(inbox, outbox)
         try:
             await _start_events(send, relay.session)
             while relay.backlog:
@@ -382,7 +264,7 @@ def _named(
 
 
 async def _answer(
-    exchange: _Exchange, relay: _HttpRelay, send: Send, request: Request, *, batch: bool
+    exchange: Exchange, relay: HttpRelay, send: Send, request: Request, *, batch: bool
 ) -> None:
     """The POST's response: JSON if the answers come first, else an event stream."""
     answers: list[dict[str, Any]] = []
