@@ -102,7 +102,7 @@ class Relay:
     """One client (over stdio) and the MCP server behind it.
 
     :meth:`run` reads the client's lines; :meth:`attend` and :meth:`take` serve a client whose
-    messages come another way (``--listen``: :mod:`.mcp_http`, which also routes what goes to
+    messages come another way (``--listen``: :mod:`.mcp_http_relay` routes what goes to
     the client by overriding ``_to_client``). ``session`` is the client's ``Mcp-Session-Id``
     there: the scope of its calls."""
 
