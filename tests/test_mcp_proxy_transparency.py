@@ -352,3 +352,26 @@ def test_the_sdk_path_puts_a_warning_in_structured_content_too() -> None:
         "content": [{"type": "image", "data": "x"}, {"type": "text", "text": "WARNING: w"}],
         "x-kept": 1,
     }
+
+
+def test_a_call_the_client_cancels_gets_no_answer_from_the_proxy(tmp_path: Path) -> None:
+    """The client cancelled it: the proxy answers nothing (not an ``isError`` saying the server
+    gave no answer); what the server still sends, its own late answer included, is relayed."""
+    with wire(_proxied(RAW), tmp_path) as w:
+        init = {
+            "protocolVersion": "2025-06-18",
+            "capabilities": CLIENT_CAPABILITIES,
+            "clientInfo": {"name": "c", "version": "1"},
+        }
+        w.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init})
+        w.until(0)
+        w.send(_call(1, "ask"))
+        asked = w.receive()
+        cancel = {"requestId": 1, "reason": "the user stopped it"}
+        w.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel})
+        # Answered anyway, late: the server goes on to its next requests, then answers.
+        result = ANSWERS[asked["method"]]
+        w.send({"jsonrpc": "2.0", "id": asked["id"], "result": result})
+        after = w.until(1)
+    assert [m.get("method") for m in after] == ["elicitation/create", "roots/list", None]
+    assert "isError" not in after[-1]["result"]

@@ -2,7 +2,7 @@
 four): a real service on loopback, held open by token-less, half-sent requests, still answers the
 token holder. Connections are bounded (the oldest one waiting for its request's headers makes
 room for a new one), the time to receive a request's headers is bounded, and the bearer token is
-checked before any of a body is read."""
+checked before any of a body is read; a token holder's body must arrive within the body timeout."""
 
 from __future__ import annotations
 
@@ -108,9 +108,37 @@ def test_a_token_less_request_is_refused_before_its_body_is_sent() -> None:
         assert answer.startswith(b"HTTP/1.1 401 ")
 
 
+def trickled_body(service: Served, path: str = "/v1/check") -> socket.socket:
+    """A connection whose request has the token and its headers, and then a body that never
+    ends (it promises 10 000 bytes and sends a few)."""
+    host, port = address(service)
+    connection = socket.create_connection((host, port), 10)
+    connection.sendall(
+        HALF_SENT.replace(b"/v1/check", path.encode())
+        + f"Authorization: Bearer {TOKEN}\r\nContent-Length: 10000\r\n\r\n".encode()
+        + b'{"scope": '
+    )
+    return connection
+
+
+def test_a_token_holders_body_that_never_ends_is_cut_off_after_the_body_timeout() -> None:
+    with serving("--body-timeout", "1", token=TOKEN) as service:
+        # A body trickled a few bytes at a time: the connection is closed once the body
+        # timeout has passed since its headers, however often a byte comes.
+        with trickled_body(service) as slow:
+            assert closed_by_the_service(slow, trickle=True)
+        assert verdict(service)[0] == 200
+
+
 @pytest.mark.parametrize(
     ("option", "value"),
-    [("--max-connections", "0"), ("--header-timeout", "0"), ("--header-timeout", "nan")],
+    [
+        ("--max-connections", "0"),
+        ("--header-timeout", "0"),
+        ("--header-timeout", "nan"),
+        ("--body-timeout", "0"),
+        ("--body-timeout", "inf"),
+    ],
 )
 def test_a_bad_bound_is_a_clear_error(option: str, value: str) -> None:
     import subprocess
@@ -137,7 +165,7 @@ def test_the_mcp_proxy_over_http_holds_the_same_bounds(tmp_path: Path) -> None:
     from .redis_server import free_port
 
     port = free_port()
-    bounds = ["--max-connections", "4", "--header-timeout", "2"]
+    bounds = ["--max-connections", "4", "--header-timeout", "2", "--body-timeout", "1"]
     proxy = [*PROXY, "--listen", f"127.0.0.1:{port}", *bounds, "--", sys.executable, str(UPSTREAM)]
     with listening(proxy, environment(tmp_path / "ran"), "listening on"):
         service = Served(f"http://127.0.0.1:{port}", None)
@@ -153,3 +181,5 @@ def test_the_mcp_proxy_over_http_holds_the_same_bounds(tmp_path: Path) -> None:
         with socket.create_connection(("127.0.0.1", port), 10) as slow:
             slow.sendall(HALF_SENT.replace(b"/v1/check", b"/mcp"))
             assert closed_by_the_service(slow, trickle=True)
+        with trickled_body(service, "/mcp") as body:
+            assert closed_by_the_service(body, trickle=True)

@@ -119,7 +119,8 @@ def add_parsers(commands: Any) -> None:
 
 
 def add_bounds(parser: argparse.ArgumentParser) -> None:
-    """``--max-connections`` and ``--header-timeout``: what a service's HTTP listener holds."""
+    """``--max-connections``, ``--header-timeout`` and ``--body-timeout``: what a service's HTTP
+    listener holds."""
     parser.add_argument(
         "--max-connections",
         type=int,
@@ -135,14 +136,27 @@ def add_bounds(parser: argparse.ArgumentParser) -> None:
         help="how long a request's headers may take to arrive before the connection is "
         "closed (default 10)",
     )
+    parser.add_argument(
+        "--body-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="how long a request's body may take to arrive, once its headers have, before the "
+        "connection is closed (default 30)",
+    )
 
 
 def check_bounds(args: argparse.Namespace) -> None:
-    """A bad ``--max-connections`` or ``--header-timeout`` as a :class:`ServiceError`."""
+    """A bad ``--max-connections``, ``--header-timeout`` or ``--body-timeout`` as a
+    :class:`ServiceError`."""
     if args.max_connections is not None and args.max_connections < 1:
         raise ServiceError("--max-connections must be at least 1")
-    if not math.isfinite(args.header_timeout) or args.header_timeout <= 0:
-        raise ServiceError("--header-timeout must be a number of seconds > 0")
+    for option, value in (
+        ("--header-timeout", args.header_timeout),
+        ("--body-timeout", args.body_timeout),
+    ):
+        if not math.isfinite(value) or value <= 0:
+            raise ServiceError(f"{option} must be a number of seconds > 0 (and finite)")
 
 
 SERVICE_DEFAULTS = {"enabled": True}
@@ -181,6 +195,7 @@ def _serve(args: argparse.Namespace) -> int:
             block_as=args.block_as,
             max_connections=args.max_connections,
             header_timeout=args.header_timeout,
+            body_timeout=args.body_timeout,
         )
     except (ServiceError, ConfigError) as exc:
         print(f"otel-loopguard serve: error: {one_line(exc)}", file=sys.stderr)

@@ -1,5 +1,5 @@
 """A service's connections, bounded: uvicorn's HTTP/1.1 protocol (h11) with a limit on open
-connections and on the time a request's headers may take.
+connections and on the time a request's headers, then its body, may take.
 
 A connection that never finishes its request's headers (a header line every few seconds) holds
 a file descriptor for nothing; enough of them take every descriptor the process has, and the
@@ -9,7 +9,10 @@ token holder's connection is never accepted (its hook fails open). So:
   (its headers unfinished, or idle between requests) is closed to make room; where every one is
   busy answering a request, the new one is closed;
 - a request's headers must have arrived ``header_timeout`` seconds after the connection opened
-  (or after the previous answer), however often a line comes: else the connection is closed.
+  (or after the previous answer), however often a line comes: else the connection is closed;
+- its body must have arrived ``body_timeout`` seconds after its headers, however often a byte
+  comes: else the connection is closed (a token holder, let through once its headers are in,
+  cannot hold a connection and a request's task by trickling a body).
 
 The bearer token is checked once the headers have arrived, before any of a body is read
 (:class:`~otel_loopguard.services._base.BearerAuth` comes first), so a token-less request is
@@ -26,6 +29,7 @@ import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 __all__ = [
+    "DEFAULT_BODY_TIMEOUT",
     "DEFAULT_HEADER_TIMEOUT",
     "DEFAULT_MAX_CONNECTIONS",
     "backlog",
@@ -38,6 +42,8 @@ DEFAULT_MAX_CONNECTIONS = 512
 (then a quarter of it)."""
 DEFAULT_HEADER_TIMEOUT = 10.0
 """Seconds a request's headers may take to arrive."""
+DEFAULT_BODY_TIMEOUT = 30.0
+"""Seconds a request's body may take to arrive, once its headers have."""
 _LEAST = 8
 
 
@@ -64,11 +70,15 @@ def backlog(max_connections: int) -> int:
     return max(_LEAST, min(2048, max_connections))
 
 
-def bounded_protocol(max_connections: int, header_timeout: float) -> type[asyncio.Protocol]:
+def bounded_protocol(
+    max_connections: int, header_timeout: float, body_timeout: float = DEFAULT_BODY_TIMEOUT
+) -> type[asyncio.Protocol]:
     """uvicorn's h11 protocol with the bounds above (pass as ``uvicorn.Config(http=...)``)."""
 
     class Bounded(H11Protocol):
         _headers_due: asyncio.TimerHandle | None = None
+        _body_due: asyncio.TimerHandle | None = None
+        _body_of: Any = None  # the request cycle whose body is being timed
         _waiting_since = 0.0
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -80,12 +90,20 @@ def bounded_protocol(max_connections: int, header_timeout: float) -> type[asynci
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._headers_arrived()
+            self._body_arrived()
             super().connection_lost(exc)
 
         def handle_events(self) -> None:
             super().handle_events()
             if self._busy():
                 self._headers_arrived()
+            cycle = self.cycle
+            if cycle is None or not cycle.more_body:
+                self._body_arrived()
+            elif cycle is not self._body_of:  # a new request whose body is still to come
+                self._body_arrived()
+                self._body_of = cycle
+                self._body_due = self.loop.call_later(body_timeout, self._body_late)
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
@@ -110,8 +128,20 @@ def bounded_protocol(max_connections: int, header_timeout: float) -> type[asynci
             if not self._busy():
                 self._close()
 
+        def _body_arrived(self) -> None:
+            if self._body_due is not None:
+                self._body_due.cancel()
+                self._body_due = None
+
+        def _body_late(self) -> None:
+            self._body_due = None
+            cycle = self.cycle
+            if cycle is not None and cycle is self._body_of and cycle.more_body:
+                self._close()
+
         def _close(self) -> None:
             self._headers_arrived()
+            self._body_arrived()
             if self.transport.is_closing():
                 return
             with contextlib.suppress(h11.LocalProtocolError):

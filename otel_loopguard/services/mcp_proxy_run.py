@@ -26,9 +26,10 @@ from ._base import (
 )
 from ._connections import backlog, bounded_protocol, default_max_connections
 from ._telemetry import service_guard
-from .mcp_proxy import ProxyOptions, build_server, proxy_config
+from .mcp_http import Sessions
+from .mcp_proxy import ProxyOptions, proxy_config
 from .mcp_relay import Relay, stdio_lines, stdout_writer
-from .mcp_upstream import Connect, Upstream, described, http_link, stdio_link
+from .mcp_upstream import Connect, described, http_link, stdio_link
 
 __all__ = ["run"]
 
@@ -98,17 +99,16 @@ async def _main(args: argparse.Namespace) -> None:
         if listen is None:
             await _relay(Relay(connect, describe, args.timeout, telemetry.guard, options))
             return
-        upstream = Upstream(connect, args.timeout, describe)
-        try:
-            running = upstream.running()
-            await running.__aenter__()
-        except Exception as exc:
-            raise ServiceError(f"{upstream.describe} did not start: {described(exc)}") from None
-        try:
-            server = build_server(upstream, telemetry.guard, options)
-            await _serve_http(server, listen, token, args)
-        finally:
-            await running.__aexit__(None, None, None)
+        sessions = Sessions(
+            connect, describe, args.timeout, telemetry.guard, options, loopback=listen.loopback
+        )
+        async with anyio.create_task_group() as tg:
+            try:
+                await tg.start(sessions.run)
+            except Exception as exc:
+                raise ServiceError(f"{describe} did not start: {described(exc)}") from None
+            await _serve_http(sessions, listen, token, args)
+            tg.cancel_scope.cancel()
     finally:
         telemetry.shutdown()
 
@@ -126,11 +126,13 @@ async def _relay(relay: Relay) -> None:
 
 
 class _Announcing(uvicorn.Server):
-    """Says where it listens once it does (a test or a supervisor waits for that line)."""
+    """Says where it listens once it does (a test or a supervisor waits for that line); ends
+    the sessions' open streams as it stops."""
 
-    def __init__(self, config: uvicorn.Config, url: str) -> None:
+    def __init__(self, config: uvicorn.Config, url: str, sessions: Sessions) -> None:
         super().__init__(config)
         self._url = url
+        self._sessions = sessions
 
     async def startup(self, sockets: Any = None) -> None:
         await super().startup(sockets)
@@ -138,20 +140,25 @@ class _Announcing(uvicorn.Server):
             print(f"otel-loopguard mcp-proxy: listening on {self._url}", file=sys.stderr)
             sys.stderr.flush()
 
+    async def shutdown(self, sockets: Any = None) -> None:
+        self._sessions.close()
+        await super().shutdown(sockets)
+
 
 async def _serve_http(
-    server: Any, listen: Listen, token: str | None, args: argparse.Namespace
+    sessions: Sessions, listen: Listen, token: str | None, args: argparse.Namespace
 ) -> None:
-    app = server.streamable_http_app(host=listen.host)
-    guarded = BearerAuth(BodyLimit(app), token)
+    """The sessions (see :mod:`.mcp_http`) over HTTP, behind the token and the bounds."""
+    guarded = BearerAuth(BodyLimit(sessions), token)
     connections = args.max_connections or default_max_connections()
     config = uvicorn.Config(
         guarded,
         host=listen.host,
         port=listen.port,
-        http=bounded_protocol(connections, args.header_timeout),
+        http=bounded_protocol(connections, args.header_timeout, args.body_timeout),
         backlog=backlog(connections),
         log_level="warning",
-        lifespan="on",
+        lifespan="off",
+        timeout_graceful_shutdown=5,
     )
-    await _Announcing(config, f"http://{listen}/mcp").serve()
+    await _Announcing(config, f"http://{listen}/mcp", sessions).serve()

@@ -43,12 +43,12 @@ from ._telemetry import raised
 from .mcp_proxy import _ABORT_ERROR_CODE, ProxyOptions, _Proxy
 from .mcp_upstream import START_TIMEOUT, Connect, Link, described
 
-__all__ = ["Relay", "stdio_lines", "stdout_writer"]
+__all__ = ["BATCHING", "Relay", "stdio_lines", "stdout_writer"]
 
 _logger = logging.getLogger("otel_loopguard")
 _INVALID_REQUEST = -32600
 _PARSE_ERROR = -32700
-_BATCHING = frozenset({"2025-03-26"})
+BATCHING = _BATCHING = frozenset({"2025-03-26"})
 """The MCP protocol versions with JSON-RPC batches."""
 _VERSION_META_KEY = "io.modelcontextprotocol/protocolVersion"
 """Where a request of MCP 2026-07-28 (no ``initialize``) names its protocol version."""
@@ -99,7 +99,12 @@ def _refusal(message: str, protocol: str | None) -> dict[str, Any]:
 
 
 class Relay:
-    """One client (over stdio) and the MCP server behind it."""
+    """One client (over stdio) and the MCP server behind it.
+
+    :meth:`run` reads the client's lines; :meth:`attend` and :meth:`take` serve a client whose
+    messages come another way (``--listen``: :mod:`.mcp_http_relay` routes what goes to
+    the client by overriding ``_to_client``). ``session`` is the client's ``Mcp-Session-Id``
+    there: the scope of its calls."""
 
     def __init__(
         self,
@@ -108,13 +113,16 @@ class Relay:
         timeout: float,
         guard: LoopGuard,
         options: ProxyOptions,
+        *,
+        session: str | None = None,
     ) -> None:
         self._connect = connect
+        self.session = session
         self.describe = describe
         self.timeout = timeout
         self.guard = guard
         self.options = options
-        self._proxy = _Proxy(cast(Any, None), guard, options)
+        self._proxy = _Proxy(guard, options)
         self._link: Link | None = None
         self._lock = anyio.Lock()
         self._send_lock = anyio.Lock()
@@ -144,6 +152,34 @@ class Relay:
                 if line.strip():
                     await self._from_client(line)
             tg.cancel_scope.cancel()
+
+    async def attend(
+        self,
+        *,
+        start: bool = False,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Relay the messages given to :meth:`take` until cancelled; with ``start``, the server
+        is started first (one that cannot start raises)."""
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            if start:
+                await self._ensure(replay=False)
+                self.started = True
+            task_status.started()
+            await anyio.sleep_forever()
+
+    async def take(self, message: dict[str, Any]) -> None:
+        """One message of the client (a request is answered through ``_to_client``)."""
+        assert self._tg is not None, "Relay.take() outside attend()"
+        answer = await self._dispatch(message, self._reply, self._tg)
+        if answer is not None:
+            await self._to_client(answer)
+
+    @property
+    def protocol(self) -> str | None:
+        """The MCP protocol version of the client's ``initialize``, once answered."""
+        return self._protocol
 
     async def _to_client(self, message: Any) -> None:
         data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
@@ -396,9 +432,9 @@ class Relay:
         id_ = message["id"]
         version = meta.get(_VERSION_META_KEY)
         protocol = version if isinstance(version, str) else self._protocol
-        connection = self._proxy.connections.of(None)
+        connection = self._proxy.connections.of(self.session)
         call_id = bounded(f"{connection}:{id_}")
-        parent, attributes = self._proxy._placement(meta, connection, None)
+        parent, attributes = self._proxy._placement(meta, connection, self.session)
         attributes.update(
             {
                 "mcp.method.name": "tools/call",
@@ -488,6 +524,8 @@ class Relay:
             )
             proxy._failed(span, name, call_id, text, "upstream_unavailable")
             return _result(id_, _refusal(text, protocol))
+        except _Cancelled:
+            raise  # the client's: no answer
         except Exception as exc:  # a server that won't start again
             text = (
                 f"otel-loopguard mcp-proxy: {self.describe} gave no valid answer to "

@@ -20,7 +20,6 @@ import anyio
 import anyio.abc
 import httpx2
 import mcp.types as types
-from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
@@ -30,7 +29,6 @@ __all__ = [
     "MAX_MESSAGE_BYTES",
     "START_TIMEOUT",
     "Link",
-    "Upstream",
     "described",
     "http_link",
     "stdio_link",
@@ -228,79 +226,6 @@ async def http_link(
 
 
 Connect = Callable[[], AbstractAsyncContextManager[Link]]
-
-
-class Upstream:
-    """The one connection to the MCP server, shared by every client of the proxy: made on
-    first use, made again after it ended (a crash, an oversized message)."""
-
-    def __init__(self, connect: Connect, timeout: float, describe: str) -> None:
-        self._connect = connect
-        self.timeout = timeout
-        self.describe = describe
-        self._session: ClientSession | None = None
-        self._link: Link | None = None
-        self._lock = anyio.Lock()
-        self._tg: anyio.abc.TaskGroup | None = None
-        self.initialized: types.InitializeResult | None = None
-
-    @asynccontextmanager
-    async def running(self) -> AsyncIterator[Upstream]:
-        """Connect now (so that a server that cannot start fails the proxy's start); stop at
-        exit."""
-        async with anyio.create_task_group() as tg:
-            self._tg = tg
-            try:
-                await self.session()
-                yield self
-            finally:
-                tg.cancel_scope.cancel()
-
-    async def session(self) -> ClientSession:
-        """A live session, connecting first when there is none."""
-        async with self._lock:
-            if (
-                self._session is not None
-                and self._link is not None
-                and not self._link.closed.is_set()
-            ):
-                return self._session
-            assert self._tg is not None, "Upstream.session() outside running()"
-            session: ClientSession = await self._tg.start(self._serve)
-            return session
-
-    def failure(self) -> str | None:
-        """Why the last connection ended, when it has."""
-        link = self._link
-        return link.reason if link is not None and link.closed.is_set() else None
-
-    def restart(self, reason: str) -> None:
-        """End the connection (it is made again on next use): it answered nothing in time."""
-        if self._link is not None:
-            self._link.end(reason)
-
-    async def _serve(self, *, task_status: anyio.abc.TaskStatus[ClientSession]) -> None:
-        started = False
-        try:
-            async with self._connect() as link:
-                self._link = link
-                # Each request's own timeout is the proxy's (``timeout``); starting may be slower.
-                async with ClientSession(link.read, link.write) as session:
-                    with anyio.fail_after(START_TIMEOUT):
-                        self.initialized = await session.initialize()
-                    self._session = session
-                    started = True
-                    task_status.started(session)
-                    await link.closed.wait()
-                    _logger.error("mcp-proxy: %s; it starts again at the next call", link.reason)
-        except Exception as exc:
-            if not started:
-                raise _first(exc) from None
-            _logger.error(
-                "mcp-proxy: the connection to %s failed: %s", self.describe, described(exc)
-            )
-        finally:
-            self._session = None
 
 
 def described(exc: BaseException) -> str:

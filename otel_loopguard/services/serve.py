@@ -29,6 +29,7 @@ from starlette.routing import Route
 from ..config.loading import ConfigSource
 from ._base import MAX_BODY_BYTES, ASGIApp, BearerAuth, BodyLimit, Listen, require_token
 from ._connections import (
+    DEFAULT_BODY_TIMEOUT,
     DEFAULT_HEADER_TIMEOUT,
     backlog,
     bounded_protocol,
@@ -154,10 +155,12 @@ def serve(
     out: TextIO = sys.stdout,
     max_connections: int | None = None,
     header_timeout: float = DEFAULT_HEADER_TIMEOUT,
+    body_timeout: float = DEFAULT_BODY_TIMEOUT,
 ) -> None:
     """Run the service until interrupted; refuse to listen beyond loopback without a token.
     At most ``max_connections`` are open at once (default: :func:`default_max_connections`),
-    and a request's headers must arrive within ``header_timeout`` seconds (``_connections``)."""
+    a request's headers must arrive within ``header_timeout`` seconds, and its body within
+    ``body_timeout`` seconds of them (``_connections``)."""
     require_token(listen, token)
     # The guard's own warnings (a hook sending an empty token, a store that stopped answering)
     # on stderr: the library's logger has only a NullHandler.
@@ -169,7 +172,7 @@ def serve(
         app,
         host=listen.host,
         port=listen.port,
-        http=bounded_protocol(connections, header_timeout),
+        http=bounded_protocol(connections, header_timeout, body_timeout),
         backlog=backlog(connections),
         lifespan="off",
         access_log=False,

@@ -5,7 +5,8 @@ SDKs do not model included, so a test sees whether the proxy passes them on unto
 Its tools: ``read_file`` (the same text, with ``structuredContent``); ``ask`` (asks the client
 for a sampling, an elicitation and its roots, and answers what the client said); ``notify``
 (sends a tools/list_changed and a log message before it answers); ``client`` (answers what the
-client's ``initialize`` said: its capabilities).
+client's ``initialize`` said: its capabilities); ``later`` (answers, then sends a
+resources/list_changed: a message outside any request).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ TOOLS: list[dict[str, Any]] = [
         "execution": {"taskSupport": "optional"},
         "x-unknown": {"kept": [1, 2, 3]},
     }
-    for name in ("read_file", "ask", "notify", "client")
+    for name in ("read_file", "ask", "notify", "client", "later")
 ]
 
 _client: dict[str, Any] = {}
@@ -97,6 +98,8 @@ def call(params: dict[str, Any]) -> dict[str, Any]:
             }
         )
         return {"content": [{"type": "text", "text": "notified"}]}
+    if name == "later":
+        return {"content": [{"type": "text", "text": "a change follows"}]}
     if name == "client":
         return {"content": [{"type": "text", "text": json.dumps(_client, sort_keys=True)}]}
     raise KeyError(name)
@@ -145,6 +148,8 @@ def main() -> None:
             )
             continue
         send({"jsonrpc": "2.0", "id": id_, "result": result})
+        if method == "tools/call" and params.get("name") == "later":
+            send({"jsonrpc": "2.0", "method": "notifications/resources/list_changed"})
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 // MCP's official TypeScript SDK client, run by Node, against a server directly or through
 // otel-loopguard mcp-proxy: what it sees of the server (capabilities, server info, tools with
 // their `execution`, the server's sampling/elicitation/roots requests, notifications), as one
-// JSON line. argv: SDK_DIR COMMAND [ARG ...].
+// JSON line. argv: SDK_DIR COMMAND [ARG ...] (over stdio), or SDK_DIR URL (streamable HTTP).
 import { pathToFileURL } from "node:url";
 import path from "node:path";
 
@@ -9,10 +9,13 @@ const [sdkDir, command, ...args] = process.argv.slice(2);
 const load = (p) => import(pathToFileURL(path.join(sdkDir, "dist", "esm", p)).href);
 const { Client } = await load("client/index.js");
 const { StdioClientTransport } = await load("client/stdio.js");
+const { StreamableHTTPClientTransport } = await load("client/streamableHttp.js");
 const types = await load("types.js");
 
 const seen = { requests: [], notifications: [] };
-const transport = new StdioClientTransport({ command, args, env: process.env, stderr: "inherit" });
+const transport = /^https?:/.test(command)
+  ? new StreamableHTTPClientTransport(new URL(command))
+  : new StdioClientTransport({ command, args, env: process.env, stderr: "inherit" });
 const client = new Client(
   { name: "loopguard-ts-transparency", version: "1.0.0" },
   { capabilities: { sampling: {}, elicitation: {}, roots: { listChanged: true } } },
