@@ -11,8 +11,8 @@ verdict: p50 and p99 of the direct call and of the proxied one, what the proxy a
 proxy process's own CPU time per call (``/proc/<pid>/task/*/schedstat``, every thread, in
 nanoseconds), i.e. how many such calls one core serves.
 
-    python3 benchmarks/mcp_proxy.py            # 6 rounds of 24 sequences (3 600 calls each way)
-    python3 benchmarks/mcp_proxy.py --quick    # 2 rounds of 12 sequences
+    python3 benchmarks/mcp_proxy.py            # 12 rounds of 12 sequences (3 600 calls each way)
+    python3 benchmarks/mcp_proxy.py --quick    # 4 rounds of 6 sequences
     python3 benchmarks/mcp_proxy.py --baseline ../other-checkout   # its proxy too, alternated
 
 The proxy is this checkout's (``PYTHONPATH`` names another tree to measure); ``--baseline TREE``
@@ -49,8 +49,10 @@ def _params(tree: str | None) -> StdioServerParameters:
     if tree is None:
         return StdioServerParameters(command=upstream[0], args=upstream[1:], cwd=str(ROOT))
     proxy = ["-m", "otel_loopguard.cli.main", "mcp-proxy", "--", *upstream]
+    # ``-m`` puts the working directory first on the path: the tree's own, so that its package
+    # is the one imported.
     return StdioServerParameters(
-        command=sys.executable, args=proxy, env={"PYTHONPATH": tree}, cwd=str(ROOT)
+        command=sys.executable, args=proxy, env={"PYTHONPATH": tree}, cwd=tree
     )
 
 
@@ -171,4 +173,4 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--baseline", metavar="TREE", help="a second checkout's proxy, alternated")
     args = parser.parse_args()
-    anyio.run(main, 2 if args.quick else 6, 12 if args.quick else 24, args.baseline)
+    anyio.run(main, 4 if args.quick else 12, 6 if args.quick else 12, args.baseline)

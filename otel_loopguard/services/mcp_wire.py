@@ -17,6 +17,7 @@ import asyncio
 import json
 import os
 import re
+import select
 import stat
 import sys
 from collections.abc import AsyncIterator
@@ -171,7 +172,10 @@ class _Stdout:
     def _write(self, data: bytes) -> None:
         view = memoryview(data)
         while view:
-            view = view[os.write(self._fd, view) :]
+            try:
+                view = view[os.write(self._fd, view) :]
+            except BlockingIOError:  # stdout shares stdin's socket, which the loop made
+                select.select([], [self._fd], [])  # non-blocking: wait until it has room
 
     async def __call__(self, data: bytes) -> None:
         """Raises :class:`OSError` once the client has closed its end."""
