@@ -50,7 +50,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _connection(args: argparse.Namespace) -> tuple[Connect, str]:
+def _connection(args: argparse.Namespace, *, raw: bool = False) -> tuple[Connect, str]:
+    """How to reach the MCP server; ``raw``: for the message-level relay (stdio clients)."""
     command = list(args.command_line)
     if command[:1] == ["--"]:
         command = command[1:]
@@ -64,7 +65,8 @@ def _connection(args: argparse.Namespace) -> tuple[Connect, str]:
     limit = args.max_message_bytes
     connect: Connect
     if command:
-        connect, describe = (lambda: stdio_link(command, limit)), f"the MCP server {command[0]!r}"
+        connect = lambda: stdio_link(command, limit, raw=raw)  # noqa: E731  # as the HTTP one
+        describe = f"the MCP server {command[0]!r}"
     else:
         url = str(args.upstream)
         if not url.startswith(("http://", "https://")):
@@ -82,8 +84,8 @@ def _header(text: str) -> tuple[str, str]:
 
 
 async def _main(args: argparse.Namespace) -> None:
-    connect, describe = _connection(args)
     listen = parse_listen(args.listen) if args.listen else None
+    connect, describe = _connection(args, raw=listen is None)
     check_bounds(args)
     token = read_token(args.token_file)
     if listen is not None:

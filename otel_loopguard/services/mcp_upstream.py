@@ -24,6 +24,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
+from .mcp_wire import Raw, parse
+
 __all__ = [
     "DEFAULT_TIMEOUT",
     "MAX_MESSAGE_BYTES",
@@ -55,6 +57,10 @@ class Link:
     write: Any
     closed: anyio.Event = field(default_factory=anyio.Event)
     reason: str | None = None
+    raw: bool = False
+    """Whether ``read`` gives :class:`~.mcp_wire.Raw` messages (a ``SessionMessage`` for one
+    that only MCP's models read) and ``write`` takes a message's line, as bytes (else both
+    are ``SessionMessage`` streams, as MCP's ``ClientSession`` uses them)."""
 
     def end(self, reason: str) -> None:
         if self.reason is None:
@@ -63,12 +69,22 @@ class Link:
 
 
 @asynccontextmanager
-async def stdio_link(command: Sequence[str], limit: int = MAX_MESSAGE_BYTES) -> AsyncIterator[Link]:
+async def stdio_link(
+    command: Sequence[str], limit: int = MAX_MESSAGE_BYTES, *, raw: bool = False
+) -> AsyncIterator[Link]:
     """The MCP server ``command`` started with pipes; its stderr is the proxy's (the client's
-    log). Each stdout line up to ``limit`` bytes is one message."""
+    log). Each stdout line up to ``limit`` bytes is one message; ``raw``: a message-level
+    relay's link (see :attr:`Link.raw`)."""
     process = await anyio.open_process(
         list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None
     )
+    if raw:
+        try:
+            yield _raw_link(process, os.path.basename(command[0]), limit)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await _stop(process)
+        return
     to_session, read = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write, from_session = anyio.create_memory_object_stream[SessionMessage](0)
     link = Link(read, write)
@@ -141,6 +157,77 @@ async def stdio_link(command: Sequence[str], limit: int = MAX_MESSAGE_BYTES) -> 
             await _stop(process)
             for stream in (to_session, read, write, from_session):
                 await stream.aclose()
+
+
+class _LineWriter:
+    """A message-level relay's writes to the server's stdin: each line written whole, in order."""
+
+    def __init__(self, process: anyio.abc.Process, name: str) -> None:
+        assert process.stdin is not None
+        self._stdin = process.stdin
+        self._name = name
+        self.link: Link | None = None
+
+    async def send(self, line: bytes) -> None:
+        try:
+            await self._stdin.send(line)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            if self.link is not None:
+                self.link.end(f"the MCP server {self._name} stopped reading its stdin")
+
+
+def _raw_link(process: anyio.abc.Process, name: str, limit: int) -> Link:
+    writer = _LineWriter(process, name)
+    link = Link(None, writer, raw=True)
+    writer.link = link
+    link.read = _raw_messages(process, link, name, limit)
+    return link
+
+
+async def _raw_messages(
+    process: anyio.abc.Process, link: Link, name: str, limit: int
+) -> AsyncIterator[Raw | SessionMessage]:
+    """The server's messages as they came (see :func:`stdio_link`'s reader, whose bounds
+    these are): a line MCP's models would read otherwise goes their way."""
+    assert process.stdout is not None
+    buffer = bytearray()
+    skipped = 0
+    try:
+        while True:
+            try:
+                chunk = await process.stdout.receive(_CHUNK)
+            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                break
+            start, searched = 0, len(buffer)
+            buffer += chunk
+            while (end := buffer.find(b"\n", searched)) >= 0:
+                if end - start > limit:
+                    link.end(f"the MCP server {name} sent a message over {limit} bytes")
+                    return
+                line = bytes(buffer[start:end])
+                start = searched = end + 1
+                message = parse(line) or _message(line)
+                if message is None:
+                    skipped += 1
+                    if skipped == 1 or skipped % 1000 == 0:
+                        _logger.warning(
+                            "mcp-proxy: %s wrote a line to stdout that is no JSON-RPC "
+                            "message (%d bytes; %d so far); skipped",
+                            name,
+                            len(line),
+                            skipped,
+                        )
+                    continue
+                yield message
+            del buffer[:start]
+            if len(buffer) > limit:
+                link.end(f"the MCP server {name} sent a message over {limit} bytes")
+                return
+        with anyio.CancelScope(shield=True):
+            code = await _exit_status(process)
+        link.end(f"the MCP server {name} exited" + (f" (status {code})" if code else ""))
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+        link.end(f"the connection to the MCP server {name} closed")
 
 
 async def _exit_status(process: anyio.abc.Process) -> int | None:
