@@ -217,7 +217,7 @@ class Relay:
     async def take(self, message: dict[str, Any]) -> None:
         """One message of the client (a request is answered through ``_to_client``)."""
         assert self._tg is not None, "Relay.take() outside attend()"
-        answer = await self._dispatch(message, self._reply, self._tg)
+        answer = await self._dispatch(message, self._reply, self._tg.start_soon)
         if answer is not None:
             await self._to_client(answer)
 
