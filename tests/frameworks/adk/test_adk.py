@@ -40,6 +40,7 @@ from otel_loopguard.testing import loop_events
 
 from ...helpers import Rig, rig, tool_span
 from .. import pages, stubborn
+from ..contract import Contract, ContractTests, Outcome
 
 ROOT = Path(__file__).resolve().parents[3]
 DOCS = ROOT / "docs" / "frameworks" / "adk.md"
@@ -190,10 +191,33 @@ POINTS = {
 suites have them (tests/test_frameworks.py): a call counted twice would move each earlier."""
 
 
+def contract_run(r: Rig, script: stubborn.Script) -> Outcome:
+    agent, log = agent_for(r, script)
+    try:
+        run(agent)
+    except ToolLoopBlocked as stop:
+        verdict = stop.verdict
+    else:
+        verdict = None
+    assert log.after_abort == 0  # ADK's own view: no model call in an aborted scope
+    return Outcome(verdict, log.calls, log.runs)
+
+
+def agent_span(r: Rig) -> ReadableSpan:
+    (span,) = r.spans("invoke_agent assistant")
+    return span
+
+
+class TestContract(ContractTests):
+    @pytest.fixture
+    def contract(self, r: Rig) -> Contract:
+        return Contract(r, lambda script: contract_run(r, script), agent_span)
+
+
 @pytest.mark.parametrize(
     ("script", "detector", "calls", "runs"), stubborn.CASES, ids=stubborn.CASE_IDS
 )
-def test_stubborn_model_is_stopped(
+def test_each_stop_is_shown_on_adks_spans_and_in_its_answers(
     r: Rig, script: stubborn.Script, detector: str, calls: int, runs: int
 ) -> None:
     agent, log = agent_for(r, script)
