@@ -62,9 +62,9 @@ class Contract:
     run_span: Callable[[Rig], ReadableSpan]
     """The span the abort is to mark failed (the run's, or the agent's), among the exported."""
     framework_error_type: str | None = None
-    """Where the framework records its own exception on that span after the guard marked it
-    (Agent Framework's ``RunStopped``), the ``error.type`` it leaves; the span then names the
-    detector in ``loopguard.detector``. ``None``: the guard's ``error.type``, the detector."""
+    """Where the framework records its own exception on that span after the guard marked it,
+    the ``error.type`` it leaves (Agent Framework's ``RunStopped``, Semantic Kernel's
+    ``ToolLoopBlocked``). ``None``: the guard's ``error.type``, the detector."""
 
 
 def detected(r: Rig) -> Counter[tuple[str, str, str, str]]:
@@ -136,7 +136,6 @@ class ContractTests:
         assert span.status.status_code is StatusCode.ERROR
         attributes = dict(span.attributes or {})
         if contract.framework_error_type is None:
-            assert attributes["error.type"] == "generic_repeat"
+            assert attributes.get("error.type") == "generic_repeat", attributes
         else:
-            assert attributes["error.type"] == contract.framework_error_type
-            assert attributes["loopguard.detector"] == "generic_repeat"
+            assert attributes.get("error.type") == contract.framework_error_type, attributes
