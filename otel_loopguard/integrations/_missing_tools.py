@@ -1,6 +1,6 @@
 """Calls of tools an agent does not have, where the framework answers them itself, before any
-hook or span (Microsoft Agent Framework, Semantic Kernel): the adapter sees them only in the
-model's response, judged with their batch, and stands in for the answer the guard cannot see."""
+hook or span (Microsoft Agent Framework, Semantic Kernel, LlamaIndex): the adapter sees them only
+in the model's response, judged there, and stands in for the answer the guard cannot see."""
 
 from __future__ import annotations
 

@@ -40,6 +40,7 @@ from otel_loopguard.testing import loop_events
 
 from ...helpers import Rig, rig, tool_span
 from .. import pages, stubborn
+from ..contract import Contract, ContractTests, Outcome
 
 ROOT = Path(__file__).resolve().parents[3]
 DOCS = ROOT / "docs" / "frameworks" / "adk.md"
@@ -190,17 +191,47 @@ POINTS = {
 suites have them (tests/test_frameworks.py): a call counted twice would move each earlier."""
 
 
-@pytest.mark.parametrize(
-    ("script", "detector", "calls", "runs"), stubborn.CASES, ids=stubborn.CASE_IDS
-)
-def test_stubborn_model_is_stopped(
-    r: Rig, script: stubborn.Script, detector: str, calls: int, runs: int
-) -> None:
+def contract_run(r: Rig, script: stubborn.Script) -> Outcome:
     agent, log = agent_for(r, script)
-    with pytest.raises(ToolLoopBlocked) as raised:
+    try:
         run(agent)
-    assert_stopped(r, log, raised.value, detector, calls)
-    assert log.runs <= runs
+    except ToolLoopBlocked as stop:
+        verdict = stop.verdict
+    else:
+        verdict = None
+    assert log.after_abort == 0  # ADK's own view: no model call in an aborted scope
+    return Outcome(verdict, log.calls, log.runs)
+
+
+def agent_span(r: Rig) -> ReadableSpan:
+    (span,) = r.spans("invoke_agent assistant")
+    return span
+
+
+class TestContract(ContractTests):
+    @pytest.fixture
+    def contract(self, r: Rig) -> Contract:
+        return Contract(r, lambda script: contract_run(r, script), agent_span)
+
+
+@pytest.mark.parametrize(
+    ("script", "detector"), [case[:2] for case in stubborn.CASES], ids=stubborn.CASE_IDS
+)
+def test_each_stop_is_shown_on_adks_spans_and_in_its_answers(
+    r: Rig, script: stubborn.Script, detector: str
+) -> None:
+    """The contract's cases as ADK shows them (the contract itself: ``TestContract``): the
+    run's spans, one trace, and the points in the answers the model got."""
+    agent, log = agent_for(r, script)
+    with pytest.raises(ToolLoopBlocked):
+        run(agent)
+    (agent_span,) = r.spans("invoke_agent assistant")
+    (root,) = r.spans("invoke_workflow assistant")
+    assert root.status.status_code is StatusCode.ERROR
+    # One trace, one scope: every span of the run is in the root's trace.
+    assert {s.context.trace_id for s in r.spans()} == {root.context.trace_id}
+    # The batch is judged inside invoke_agent (after the model): its detections are shown there.
+    assert events_on([agent_span]) == events_on(r.spans())
     # One call, counted once (by the batch, its tool span and its check): exact points.
     warn, block, abort = POINTS[detector]
     assert log.calls == abort

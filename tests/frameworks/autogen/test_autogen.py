@@ -17,11 +17,11 @@ from collections.abc import AsyncGenerator, Callable, Iterator
 from typing import Any
 
 import pytest
-from opentelemetry.trace import StatusCode
 
 from otel_loopguard import ToolLoopBlocked
 
 from ...helpers import Rig, events, rig
+from ..contract import CRITICAL, Contract, ContractTests, Outcome
 
 pytest.importorskip("autogen_agentchat", reason="autogen-agentchat is an optional test dependency")
 pytest.importorskip(
@@ -33,7 +33,6 @@ openinference = pytest.importorskip("openinference.instrumentation.autogen_agent
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 ON = {"enabled": True}
-CRITICAL = 20  # criticalThreshold's default: no tool body runs more often than this
 CAP = 60  # max_tool_iterations: far above what the guard allows
 TIMEOUT = 60.0  # seconds; only if a run hangs (an exception out of a workbench does)
 
@@ -240,27 +239,25 @@ def test_the_model_sees_the_warning_and_the_block(autogen_rig: Rig) -> None:
     assert contents[20].is_error
 
 
-def test_ping_pong_is_stopped_at_the_21st_call(autogen_rig: Rig) -> None:
-    r = autogen_rig
-    script: Script = [("read_file", {"path": "a.txt"}), ("list_dir", {"path": "."})]
+def contract_run(r: Rig, script: Script) -> Outcome:
     agent, model, ran = guarded_agent(r, script)
-    with pytest.raises(ToolLoopBlocked) as stop:
+    try:
         run(agent)
-    assert stop.value.verdict.detector == "ping_pong"
-    assert model.calls == 21
-    assert sum(ran.values()) <= CRITICAL
-    assert sorted(set(actions(r))) == ["abort", "block", "warn"]
+    except ToolLoopBlocked as stop:
+        return Outcome(stop.verdict, model.calls, ran.total())
+    return Outcome(None, model.calls, ran.total())
 
 
-def test_abort_marks_the_agent_span_failed(autogen_rig: Rig) -> None:
-    r = autogen_rig
-    agent, _, _ = guarded_agent(r, REPEAT)
-    with pytest.raises(ToolLoopBlocked):
-        run(agent)
-    (agent_span,) = [s for s in r.spans() if s.attributes.get("openinference.span.kind") == "AGENT"]
-    assert agent_span.parent is None
-    assert agent_span.status.status_code is StatusCode.ERROR
-    assert agent_span.attributes["error.type"] == "generic_repeat"
+def agent_span(r: Rig) -> Any:
+    (span,) = [s for s in r.spans() if s.attributes.get("openinference.span.kind") == "AGENT"]
+    assert span.parent is None
+    return span
+
+
+class TestContract(ContractTests):
+    @pytest.fixture
+    def contract(self, autogen_rig: Rig) -> Contract:
+        return Contract(autogen_rig, lambda script: contract_run(autogen_rig, script), agent_span)
 
 
 def test_second_run_starts_afresh(autogen_rig: Rig) -> None:

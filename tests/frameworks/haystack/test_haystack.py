@@ -25,6 +25,7 @@ from otel_loopguard.integrations.haystack import LoopGuardHook, guard_agent
 
 from ...helpers import Rig, rig
 from .. import pages, stubborn
+from ..contract import Contract, ContractTests, Outcome
 
 ROOT = Path(__file__).resolve().parents[3]
 PAGE = ROOT / "docs" / "frameworks" / "haystack.md"
@@ -122,22 +123,22 @@ def agent_span(r: Rig) -> ReadableSpan:
     return span
 
 
-@pytest.mark.parametrize(
-    ("script", "detector", "calls", "runs"), stubborn.CASES, ids=stubborn.CASE_IDS
-)
-def test_the_guard_stops_a_stubborn_model(
-    r: Rig, script: stubborn.Script, detector: str, calls: int, runs: int
-) -> None:
+def contract_run(r: Rig, script: stubborn.Script) -> Outcome:
     agent, generator = make(r, script)
-    with pytest.raises(ToolLoopBlocked) as stop:
+    try:
         agent.run([ChatMessage.from_user("Summarise notes.txt")])
-    verdict = stop.value.verdict
-    assert (verdict.detector, verdict.action) == (detector, "abort")
-    assert generator.calls <= calls
-    assert generator.after_abort == 0
-    assert sum(RUNS.values()) <= runs
-    stubborn.assert_warned_blocked_aborted(r, detector)
-    assert agent_span(r).status.status_code is StatusCode.ERROR
+    except ToolLoopBlocked as stop:
+        verdict = stop.verdict
+    else:
+        verdict = None
+    assert generator.after_abort == 0  # Haystack's own view: no model call in an aborted scope
+    return Outcome(verdict, generator.calls, RUNS.total())
+
+
+class TestContract(ContractTests):
+    @pytest.fixture
+    def contract(self, r: Rig) -> Contract:
+        return Contract(r, lambda script: contract_run(r, script), agent_span)
 
 
 def test_a_repeat_is_warned_at_the_11th_call_blocked_at_the_21st_aborted_at_the_22nd(

@@ -10,34 +10,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from opentelemetry.trace import StatusCode
 
 from otel_loopguard import ToolLoopBlocked
 
 from ...helpers import Rig, events, rig
-
-ON = {"enabled": True}
-CRITICAL = 20  # criticalThreshold's default: no tool body runs more often than this
-
-
-def detected(r: Rig) -> Counter[tuple[str, str, str, str]]:
-    """Every ``loopguard.loop_detected`` event on the exported spans, keyed like the counter."""
-    keys = ("loopguard.detector", "loopguard.level", "loopguard.action", "gen_ai.tool.name")
-    return Counter(
-        (e[keys[0]], e[keys[1]], e[keys[2]], e[keys[3]]) for span in r.spans() for e in events(span)
-    )
-
-
-def assert_warned_blocked_aborted(r: Rig, detector: str) -> None:
-    """The spans carry a warning, a block and an abort, and the counter agrees with them."""
-    found = detected(r)
-    kinds = {(d, level, action) for d, level, action, _ in found}
-    assert kinds == {
-        (detector, "warning", "warn"),
-        (detector, "critical", "block"),
-        (detector, "critical", "abort"),
-    }
-    assert r.detections() == dict(found)
+from .. import stubborn
+from ..contract import CRITICAL, Contract, ContractTests, Outcome, detected
 
 
 @pytest.fixture
@@ -46,7 +24,7 @@ def langgraph_rig() -> Iterator[Rig]:
     openinference = pytest.importorskip("openinference.instrumentation.langchain")
     # The chat spans OpenInference records grow past the SDK's attribute limit; not ours.
     logging.getLogger("opentelemetry.attributes").setLevel(logging.ERROR)
-    r = rig(ON)
+    r = rig(stubborn.ON)
     instrumentor = openinference.LangChainInstrumentor()
     instrumentor.instrument(tracer_provider=r.provider)
     yield r
@@ -106,28 +84,29 @@ INPUT = {"messages": [("user", "Summarise notes.txt")]}
 CONFIG: Any = {"recursion_limit": 200}
 
 
-@pytest.mark.filterwarnings("ignore::DeprecationWarning")
-def test_langgraph_repeat_is_stopped_at_the_22nd_call(langgraph_rig: Rig) -> None:
-    r = langgraph_rig
-    graph, counts = react_agent(r, [("read_file", {"path": "a.txt"})])
-    with pytest.raises(ToolLoopBlocked) as stop:
-        graph.invoke(INPUT, CONFIG)
-    assert stop.value.verdict.aborted
-    assert counts == {"model": 22, "read_file": CRITICAL}
-    assert_warned_blocked_aborted(r, "generic_repeat")
-
-
-@pytest.mark.filterwarnings("ignore::DeprecationWarning")
-def test_langgraph_ping_pong_is_stopped_at_the_21st_call(langgraph_rig: Rig) -> None:
-    r = langgraph_rig
-    script = [("read_file", {"path": "a.txt"}), ("list_dir", {"path": "."})]
+def contract_run(r: Rig, script: stubborn.Script) -> Outcome:
     graph, counts = react_agent(r, script)
-    with pytest.raises(ToolLoopBlocked) as stop:
+    try:
         graph.invoke(INPUT, CONFIG)
-    assert stop.value.verdict.aborted
-    assert counts["model"] == 21
-    assert counts["read_file"] + counts["list_dir"] <= CRITICAL
-    assert_warned_blocked_aborted(r, "ping_pong")
+    except ToolLoopBlocked as stop:
+        verdict = stop.verdict
+    else:
+        verdict = None
+    return Outcome(verdict, counts["model"], counts.total() - counts["model"])
+
+
+def graph_span(r: Rig) -> Any:
+    (root,) = [s for s in r.spans() if s.parent is None]
+    assert root.name == "LangGraph"
+    return root
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+class TestContract(ContractTests):
+    @pytest.fixture
+    def contract(self, langgraph_rig: Rig) -> Contract:
+        r = langgraph_rig
+        return Contract(r, lambda script: contract_run(r, script), graph_span)
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -137,19 +116,8 @@ def test_langgraph_async_repeat_is_stopped_at_the_22nd_call(langgraph_rig: Rig) 
     with pytest.raises(ToolLoopBlocked):
         asyncio.run(graph.ainvoke(INPUT, CONFIG))
     assert counts == {"model": 22, "read_file": CRITICAL}
-    assert_warned_blocked_aborted(r, "generic_repeat")
-
-
-@pytest.mark.filterwarnings("ignore::DeprecationWarning")
-def test_langgraph_abort_marks_the_graph_span_failed(langgraph_rig: Rig) -> None:
-
-    r = langgraph_rig
-    graph, _ = react_agent(r, [("read_file", {"path": "a.txt"})])
-    with pytest.raises(ToolLoopBlocked):
-        graph.invoke(INPUT, CONFIG)
-    (root,) = [s for s in r.spans() if s.parent is None]
-    assert root.status.status_code is StatusCode.ERROR
-    assert root.attributes["error.type"] == "generic_repeat"
+    stubborn.assert_warned_blocked_aborted(r, "generic_repeat")
+    assert r.detections() == dict(detected(r))
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")

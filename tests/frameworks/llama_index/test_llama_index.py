@@ -17,11 +17,12 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from opentelemetry.trace import StatusCode
 
 from otel_loopguard import ToolLoopBlocked
 
 from ...helpers import Rig, events, rig
+from .. import stubborn
+from ..contract import CRITICAL, Contract, ContractTests, Outcome
 
 pytest.importorskip("llama_index.core", reason="llama-index-core is an optional test dependency")
 openinference = pytest.importorskip("openinference.instrumentation.llama_index")
@@ -29,14 +30,12 @@ openinference = pytest.importorskip("openinference.instrumentation.llama_index")
 # The frameworks' own deprecation warnings (pydantic, workflows): not ours.
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
-ON = {"enabled": True}
-CRITICAL = 20  # criticalThreshold's default: no tool body runs more often than this
+ON = stubborn.ON
 CAP = 60  # max_iterations: far above what the guard allows
 TIMEOUT = 60.0  # seconds; only if a run hangs
 
-Script = list[tuple[str, dict[str, str]]]
-REPEAT: Script = [("read_file", {"path": "a.txt"})]
-PING_PONG: Script = [("read_file", {"path": "a.txt"}), ("list_dir", {"path": "."})]
+Script = stubborn.Script
+REPEAT = stubborn.REPEAT
 
 
 @pytest.fixture
@@ -68,8 +67,8 @@ class Model:
         from llama_index.core.llms import ChatMessage
 
         self.seen.append(str(messages[-1].content))
-        name, arguments = self.script[self.calls % len(self.script)]
         self.calls += 1
+        name, arguments = stubborn.call_of(self.script, self.calls)
         if self.react:
             text = f"Thought: I need {name}.\nAction: {name}\nAction Input: {json.dumps(arguments)}"
             return ChatMessage(role="assistant", content=text)
@@ -132,6 +131,31 @@ def run(agent: Any, iterations: int = CAP) -> Any:
         return await agent.run(user_msg="Summarise notes.txt", max_iterations=iterations)
 
     return asyncio.run(asyncio.wait_for(go(), TIMEOUT))
+
+
+def contract_run(r: Rig, script: Script) -> Outcome:
+    from workflows.errors import WorkflowRuntimeError
+
+    agent, model, ran = guarded(r, script)
+    try:
+        run(agent)
+    except ToolLoopBlocked as stop:
+        return Outcome(stop.verdict, model.calls, ran.total())
+    except WorkflowRuntimeError:
+        pass  # max_iterations: the guard did not end the run
+    return Outcome(None, model.calls, ran.total())
+
+
+def run_span(r: Rig) -> Any:
+    (root,) = [s for s in r.spans() if s.parent is None]
+    assert root.name == "FunctionAgent.run"
+    return root
+
+
+class TestContract(ContractTests):
+    @pytest.fixture
+    def contract(self, llama_rig: Rig) -> Contract:
+        return Contract(llama_rig, lambda script: contract_run(llama_rig, script), run_span)
 
 
 def actions(r: Rig) -> list[str]:
@@ -221,28 +245,6 @@ def test_the_model_sees_the_warning_and_the_block(llama_rig: Rig) -> None:
     assert model.seen[21].startswith("CRITICAL: read_file was called 20 times")
 
 
-def test_ping_pong_is_stopped_at_the_21st_call(llama_rig: Rig) -> None:
-    r = llama_rig
-    agent, model, ran = guarded(r, PING_PONG)
-    with pytest.raises(ToolLoopBlocked) as stop:
-        run(agent)
-    assert stop.value.verdict.detector == "ping_pong"
-    assert model.calls == 21
-    assert sum(ran.values()) <= CRITICAL
-    assert sorted(set(actions(r))) == ["abort", "block", "warn"]
-
-
-def test_abort_marks_the_run_span_failed(llama_rig: Rig) -> None:
-    r = llama_rig
-    agent, _, _ = guarded(r, REPEAT)
-    with pytest.raises(ToolLoopBlocked):
-        run(agent)
-    (root,) = [s for s in r.spans() if s.parent is None]
-    assert root.name == "FunctionAgent.run"
-    assert root.status.status_code is StatusCode.ERROR
-    assert root.attributes["error.type"] == "generic_repeat"
-
-
 def test_second_run_starts_afresh_and_guarding_twice_checks_once(llama_rig: Rig) -> None:
     from otel_loopguard.integrations.llama_index import guard_agent
 
@@ -264,3 +266,22 @@ def test_without_the_instrumentor_a_span_of_your_own_is_the_scope() -> None:
         run(agent)
     assert model.calls == 22
     assert ran == {"read_file": CRITICAL}
+
+
+def test_a_missing_tool_gets_llama_indexs_answer_then_the_block_message(llama_rig: Rig) -> None:
+    agent, model, ran = guarded(llama_rig, stubborn.MISSING)
+    with pytest.raises(ToolLoopBlocked) as stop:
+        run(agent)
+    assert stop.value.verdict.detector == "unknown_tool_repeat"
+    # seen[n]: what the model got back for call n (the first ask sees the task).
+    assert all(seen.startswith("Tool frobnicate not found.") for seen in model.seen[1:11])
+    assert model.seen[11].startswith("CRITICAL: the tool frobnicate is not available")
+    assert (model.calls, ran.total()) == (12, 0)
+
+
+def test_a_react_agents_missing_tool_is_stopped_at_the_12th_call(llama_rig: Rig) -> None:
+    agent, model, ran = guarded(llama_rig, stubborn.MISSING, react=True)
+    with pytest.raises(ToolLoopBlocked) as stop:
+        run(agent)
+    assert stop.value.verdict.detector == "unknown_tool_repeat"
+    assert (model.calls, ran.total()) == (12, 0)
