@@ -23,6 +23,7 @@ __all__ = [
     "AI_SDK_OPERATION",
     "AI_SDK_TOOL_CALL",
     "COMPACTION_ATTRIBUTE",
+    "MODEL_CALL_KEYS",
     "ToolCallView",
     "agent_of",
     "arguments_in_events",
@@ -231,6 +232,11 @@ _MAX_REASONS = 8
 _TOOL_PART = '"tool_call"'
 _MAX_OUTPUT_SEARCH = 1 << 16
 """Characters of a recorded reply searched for a tool call part (a bounded read)."""
+
+
+MODEL_CALL_KEYS = frozenset((*_MODEL, _FINISH_REASONS, _OUTPUT_MESSAGES))
+"""The keys read of a model call's span beyond :func:`relevant_keys` (its model and reply; its
+usage: ``otel.spent.USAGE_KEYS``)."""
 
 
 def reply_kind(attributes: Mapping[str, Any]) -> Reply | None:
