@@ -1,13 +1,18 @@
 """What loop detection costs ``otel-loopguard receive``, in one run: spans per second per core,
 with detection and without.
 
-Run from the repository root: python3 benchmarks/receive.py [--quick]
+Run from the repository root: python3 benchmarks/receive.py [--quick] [--wide]
 
 The workload is a GenAI mix as an SDK's batch exporter sends it: agents of 20 steps, each step
 one ``chat`` span (model, token counts) and one or two ``execute_tool`` spans (arguments and a
 result of about 200 bytes), under an ``invoke_agent`` root; a tenth of the agents loop (the same
 call and result again and again). The spans are encoded as the Python SDK's OTLP exporter
 encodes them, 512 to a request (its default batch).
+
+``--wide`` gives every span 24 more attributes none of the readers looks at, as real
+instrumentations record them (the Vercel AI SDK's ``ai.*`` settings and prompt, HTTP and
+resource-like keys, one of them a 2 KB prompt): what reading only the attributes the judge needs
+saves.
 
 Each request goes through what the receiver does with it after the HTTP layer: decoded
 (protobuf), judged and annotated (or not, the baseline: the same receiver with detection off),
@@ -56,8 +61,18 @@ s.serve_forever()
 """
 
 
-def workload(agents: int, seed: int = 7) -> list[ReadableSpan]:
+WIDE = {
+    **{f"ai.settings.option_{n}": n for n in range(8)},
+    **{f"http.response.header.x_{n}": f"value-{n}" for n in range(8)},
+    **{f"app.label_{n}": f"label-{n}" for n in range(7)},
+    "ai.prompt.messages": "m" * 2048,
+}
+"""Attributes no reader looks at (``--wide``)."""
+
+
+def workload(agents: int, seed: int = 7, wide: bool = False) -> list[ReadableSpan]:
     """The agents' spans, as they end."""
+    extra = WIDE if wide else {}
     rng = random.Random(seed)
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
@@ -68,7 +83,11 @@ def workload(agents: int, seed: int = 7) -> list[ReadableSpan]:
         looping = number % 10 == 0
         with tracer.start_as_current_span(
             "invoke_agent coder",
-            attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "coder"},
+            attributes={
+                "gen_ai.operation.name": "invoke_agent",
+                "gen_ai.agent.name": "coder",
+                **extra,
+            },
         ):
             for step in range(20):
                 with tracer.start_as_current_span(
@@ -78,6 +97,7 @@ def workload(agents: int, seed: int = 7) -> list[ReadableSpan]:
                         "gen_ai.request.model": "gpt-x",
                         "gen_ai.usage.input_tokens": 1000 + step,
                         "gen_ai.usage.output_tokens": 50,
+                        **extra,
                     },
                 ):
                     pass
@@ -90,6 +110,7 @@ def workload(agents: int, seed: int = 7) -> list[ReadableSpan]:
                             "gen_ai.tool.name": "read_file",
                             "gen_ai.tool.call.id": f"call_{number}_{step}_{call}",
                             "gen_ai.tool.call.arguments": json.dumps({"path": path}),
+                            **extra,
                         },
                     ) as span:
                         text = result if looping else f"{path}:{rng.random()}{result}"
@@ -121,9 +142,10 @@ def cpu_per_span(requests: list[bytes], spans: int, export: str, detect: bool) -
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer agents (a smoke run)")
+    parser.add_argument("--wide", action="store_true", help="24 more attributes a span")
     args = parser.parse_args()
     agents = 100 if args.quick else 1000
-    spans = workload(agents)
+    spans = workload(agents, wide=args.wide)
     requests = bodies(spans)
     sink = subprocess.Popen([sys.executable, "-c", SINK], stdout=subprocess.PIPE, text=True)
     try:
@@ -140,7 +162,8 @@ def main() -> None:
     base, with_detection = min(off), min(on)
     tools = sum(1 for s in spans if s.name.startswith("execute_tool"))
     print(
-        f"workload: {agents} agents, {len(spans)} spans ({tools} tool spans), "
+        f"workload: {agents} agents{', wide spans' if args.wide else ''}, {len(spans)} spans "
+        f"({tools} tool spans), "
         f"{len(requests)} requests"
     )
     print(f"detection off: {base * 1e6:7.1f} us CPU a span = {1 / base:8.0f} spans/s per core")

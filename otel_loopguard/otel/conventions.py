@@ -1,4 +1,5 @@
-"""Reading tool-call spans across conventions: OTel GenAI, OpenInference, OpenLLMetry.
+"""Reading tool-call spans across conventions: OTel GenAI, OpenInference, OpenLLMetry, and the
+Vercel AI SDK's own telemetry (``ai.toolCall`` and ``ai.*.doGenerate``/``doStream`` spans).
 
 A span's attributes arrive as a mapping (``otel.reader``: the SDK span's own dict, no
 proxy and no copy), and a span with none of the keys of :func:`relevant_keys` goes no further. The
@@ -23,13 +24,35 @@ AGENT_SPAN_PREFIX = "invoke_agent"
 its start, as some frameworks (Google ADK) set its attributes only after it started."""
 
 _HAYSTACK_OUTPUT = "haystack.agent.step.tool.output"
-_TOOL_NAME = ("gen_ai.tool.name", "tool.name", "traceloop.entity.name", "haystack.tool.name")
+AI_SDK_OPERATION = "ai.operationId"
+"""The Vercel AI SDK's span kind (its telemetry, ``experimental_telemetry: {isEnabled: true}``,
+``ai`` 4.x to 6.x): ``ai.toolCall`` for a tool call, ``ai.generateText.doGenerate`` and
+``ai.streamText.doStream`` (``generateObject``/``streamObject`` alike) for one model call, which
+carries the GenAI ``gen_ai.usage.*`` counts and finish reasons but no ``gen_ai.operation.name``;
+the ``ai.generateText`` span around them is the run, its usage the calls' total (``ai.usage.*``,
+never read). A tool call's span has ``ai.toolCall.name``/``.id``/``.args`` from its start and
+``ai.toolCall.result`` at its end (both JSON text, recorded unless ``recordOutputs`` is off)."""
+AI_SDK_TOOL_CALL = "ai.toolCall"
+_AI_SDK_MODEL_CALLS = (
+    "ai.generateText.doGenerate",
+    "ai.streamText.doStream",
+    "ai.generateObject.doGenerate",
+    "ai.streamObject.doStream",
+)
+_TOOL_NAME = (
+    "gen_ai.tool.name",
+    "tool.name",
+    "traceloop.entity.name",
+    "haystack.tool.name",
+    "ai.toolCall.name",
+)
 _ARGUMENTS = (
     "gen_ai.tool.call.arguments",
     "tool_arguments",
     "input.value",
     "traceloop.entity.input",
     "haystack.agent.step.tool.input",
+    "ai.toolCall.args",
 )
 _RESULT = (
     "gen_ai.tool.call.result",
@@ -37,12 +60,13 @@ _RESULT = (
     "output.value",
     "traceloop.entity.output",
     _HAYSTACK_OUTPUT,
+    "ai.toolCall.result",
 )
 HAYSTACK_TOOL_SPAN = "haystack.agent.step.tool"
 """Haystack's span of one tool call (its tags: ``haystack.tool.name``, and with content tracing on
 ``haystack.agent.step.tool.input``/``.output``; ``haystack.tool.error`` when the call failed)."""
 _HAYSTACK_ERROR = "haystack.tool.error"
-_CALL_ID = ("gen_ai.tool.call.id", "tool.id", "tool_call.id")
+_CALL_ID = ("gen_ai.tool.call.id", "tool.id", "tool_call.id", "ai.toolCall.id")
 _AGENT = ("gen_ai.agent.id", "gen_ai.agent.name", "agent.name")
 _AGENT_KEYS = frozenset(_AGENT)
 _CONVERSATION = ("gen_ai.conversation.id", "session.id")
@@ -52,6 +76,7 @@ _KINDS = (
     "openinference.span.kind",
     "traceloop.span.kind",
     "llm.request.type",  # OpenLLMetry's model calls
+    AI_SDK_OPERATION,
 )
 _INFERENCE_OPERATIONS = ("chat", "text_completion", "generate_content")
 """A tuple, tested by equality: an attribute read from a file may be a map (unhashable)."""
@@ -142,14 +167,17 @@ def is_agent_span(attributes: Mapping[str, Any], name: str = "") -> bool:
 
 def is_inference_span(attributes: Mapping[str, Any]) -> bool:
     """Whether a span is one model call (GenAI ``chat``/``text_completion``/
-    ``generate_content``, an OpenInference LLM span, an OpenLLMetry one): never an agent's span,
-    whose usage totals repeat its model calls'."""
+    ``generate_content``, an OpenInference LLM span, an OpenLLMetry one, the Vercel AI SDK's
+    ``doGenerate``/``doStream``): never an agent's span, whose usage totals repeat its model
+    calls'."""
     operation = attributes.get("gen_ai.operation.name")
     if operation is not None:
         return operation in _INFERENCE_OPERATIONS
-    return attributes.get("openinference.span.kind") == "LLM" or attributes.get(
-        "llm.request.type"
-    ) in ("chat", "completion")
+    return (
+        attributes.get("openinference.span.kind") == "LLM"
+        or attributes.get("llm.request.type") in ("chat", "completion")
+        or attributes.get(AI_SDK_OPERATION) in _AI_SDK_MODEL_CALLS
+    )
 
 
 def model_of(attributes: Mapping[str, Any]) -> str | None:
@@ -159,17 +187,32 @@ def model_of(attributes: Mapping[str, Any]) -> str | None:
 
 _FINISH_REASONS = "gen_ai.response.finish_reasons"
 _OUTPUT_MESSAGES = "gen_ai.output.messages"
-_TOOL_REASONS = frozenset({"tool_calls", "tool_call", "tool_use", "function_call"})
+_TOOL_REASONS = frozenset(
+    {"tool_calls", "tool_call", "tool_use", "function_call", "tool-calls"}  # last: AI SDK's
+)
 _UNUSABLE_REASONS = frozenset(
-    {"length", "max_tokens", "max_output_tokens", "content_filter", "safety", "recitation"}
+    {
+        "length",
+        "max_tokens",
+        "max_output_tokens",
+        "content_filter",
+        "content-filter",
+        "safety",
+        "recitation",
+    }
 )
 """Finish reasons of a reply the agent cannot use as it is (OpenAI's ``length`` and
 ``content_filter``, Anthropic's ``max_tokens``, Gemini's ``MAX_TOKENS``, ``SAFETY``,
-``RECITATION``, compared in lower case)."""
+``RECITATION``, the Vercel AI SDK's ``content-filter``, compared in lower case)."""
 _MAX_REASONS = 8
 _TOOL_PART = '"tool_call"'
 _MAX_OUTPUT_SEARCH = 1 << 16
 """Characters of a recorded reply searched for a tool call part (a bounded read)."""
+
+
+MODEL_CALL_KEYS = frozenset((*_MODEL, _FINISH_REASONS, _OUTPUT_MESSAGES))
+"""The keys read of a model call's span beyond :func:`relevant_keys` (its model and reply; its
+usage: ``otel.spent.USAGE_KEYS``)."""
 
 
 def reply_kind(attributes: Mapping[str, Any]) -> Reply | None:
@@ -212,6 +255,8 @@ def is_tool_span(attributes: Mapping[str, Any], name: str, settings: GlobalSetti
     if attributes.get("openinference.span.kind") == "TOOL":
         return True
     if attributes.get("traceloop.span.kind") == "tool":
+        return True
+    if attributes.get(AI_SDK_OPERATION) == AI_SDK_TOOL_CALL:
         return True
     if name == HAYSTACK_TOOL_SPAN:
         return True

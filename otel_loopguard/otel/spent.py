@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 from ..engine.usage import MAX_USAGE, Usage
 from .conventions import model_of
 
-__all__ = ["Spent", "usage_of"]
+__all__ = ["USAGE_KEYS", "Spent", "usage_of"]
 
 _INPUT_TOKENS = (
     "gen_ai.usage.input_tokens",
@@ -36,6 +36,8 @@ _CACHED_TOKENS = (
 )
 _COST = "gen_ai.usage.cost"
 """Proposed for the GenAI conventions (not in a release yet): a call's cost, read if set."""
+USAGE_KEYS = frozenset((*_INPUT_TOKENS, *_OUTPUT_TOKENS, *_CACHED_TOKENS, _COST))
+"""Every key :func:`usage_of` reads (and the model's: ``conventions.MODEL_CALL_KEYS``)."""
 
 
 class Spent(NamedTuple):

@@ -21,26 +21,42 @@ from typing import Any
 
 from opentelemetry.trace import SpanContext, TraceFlags
 
-from ..config.settings import ResolvedConfig, Settings
+from ..config.settings import GlobalSettings, ResolvedConfig, Settings
 from ..engine.identity.digests import Digester, digest_call, digest_outcome
 from ..engine.records import ProposedCall
 from ..engine.replay import Compaction, Spent
 from ..engine.state.scope import Decision, ScopeState
 from ..engine.state.store import TRACE_PREFIX, Store
 from ..engine.verdict import Verdict
+from ..otel import conventions
 from ..otel.annotations import EVENT_NAME, Annotator, Mark, event_attributes, span_attributes
 from ..otel.annotations import error_type as abort_error_type
 from ..otel.errors import InternalErrors
 from ..otel.outcomes import mark_of
+from ..otel.spent import USAGE_KEYS
 from ..recorded.otlp_spans import RecordedSpan, spans_from_proto
 from ..recorded.runs import RecordedCall, placed_items
 
-__all__ = ["MAX_FAILED_TRACES", "Judge"]
+__all__ = ["MAX_FAILED_TRACES", "Judge", "read_keys"]
 
 MAX_FAILED_TRACES = 10_000
 """Traces remembered as aborted until their root span arrives (to mark it failed): bounded,
 least recently aborted dropped first."""
 _STATUS_ERROR = 2
+_RECORDED_KEYS = frozenset(("loopguard.blocked", "loopguard.detector", "loopguard.action"))
+"""What replay's reader (``recorded/runs.py``) reads of a span the guard annotated when the
+agent ran (``error.type`` is one of the conventions' keys)."""
+
+
+def read_keys(settings: GlobalSettings) -> frozenset[str]:
+    """Every span attribute the judge's readers look at under these settings: only these are
+    read from a request's spans (``tests/test_receive_reading.py`` holds the readers to it)."""
+    return (
+        conventions.relevant_keys(settings)
+        | conventions.MODEL_CALL_KEYS
+        | USAGE_KEYS
+        | _RECORDED_KEYS
+    )
 
 
 class Judge:
@@ -55,6 +71,7 @@ class Judge:
         "_digester",
         "_errors",
         "_failed",
+        "_keys",
         "_lock",
         "_settings",
         "_store",
@@ -66,6 +83,7 @@ class Judge:
         self._annotator = annotator
         self._currency = settings.globals.currency
         self._digester = Digester()
+        self._keys = read_keys(settings.globals)
         self._errors = InternalErrors()
         # Guarded by ``_lock``: traces whose run an abort failed, until their root arrives.
         self._failed: OrderedDict[str, Verdict] = OrderedDict()
@@ -82,7 +100,7 @@ class Judge:
             return 0
 
     def _judge(self, request: Any) -> int:
-        recorded = spans_from_proto(request)
+        recorded = spans_from_proto(request, self._keys)
         if not recorded:
             return 0
         protos = [
