@@ -9,7 +9,8 @@ from typing import Any
 
 from ..config.loading import ConfigError
 from ..services._base import ENV_TOKEN, ServiceError, one_line, parse_listen, read_token
-from .serve import add_bounds, check_bounds, service_config
+from ..services._connections import check_bounds
+from .serve import add_bounds, service_config
 
 EXTRA = 'python3 -m pip install -e ".[receive]" (from the root of a clone of this repository)'
 DEFAULT_LISTEN = "127.0.0.1:4318"

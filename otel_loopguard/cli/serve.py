@@ -4,7 +4,6 @@ modules imported only when one runs (the core install has no Starlette or uvicor
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 from typing import Any
@@ -20,6 +19,7 @@ from ..services._base import (
     parse_listen,
     read_token,
 )
+from ..services._connections import check_bounds
 
 __all__ = ["add_parsers"]
 
@@ -144,19 +144,6 @@ def add_bounds(parser: argparse.ArgumentParser) -> None:
         help="how long a request's body may take to arrive, once its headers have, before the "
         "connection is closed (default 30)",
     )
-
-
-def check_bounds(args: argparse.Namespace) -> None:
-    """A bad ``--max-connections``, ``--header-timeout`` or ``--body-timeout`` as a
-    :class:`ServiceError`."""
-    if args.max_connections is not None and args.max_connections < 1:
-        raise ServiceError("--max-connections must be at least 1")
-    for option, value in (
-        ("--header-timeout", args.header_timeout),
-        ("--body-timeout", args.body_timeout),
-    ):
-        if not math.isfinite(value) or value <= 0:
-            raise ServiceError(f"{option} must be a number of seconds > 0 (and finite)")
 
 
 SERVICE_DEFAULTS = {"enabled": True}

@@ -12,7 +12,6 @@ from typing import Any
 import anyio
 import uvicorn
 
-from ..cli.serve import check_bounds
 from ..config.loading import ConfigError
 from ._base import (
     BearerAuth,
@@ -24,7 +23,7 @@ from ._base import (
     read_token,
     require_token,
 )
-from ._connections import backlog, bounded_protocol, default_max_connections
+from ._connections import backlog, bounded_protocol, check_bounds, default_max_connections
 from ._telemetry import service_guard
 from .mcp_http import Sessions
 from .mcp_proxy import ProxyOptions, proxy_config
