@@ -5,24 +5,23 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import Any, ParamSpec, TypeVar, overload
 
 from opentelemetry import metrics, trace
 
 from ._arguments import Misuse, batch_arguments, check_arguments
+from ._check_batch import verdicts_of_batch
+from ._record_result import record_outcome
+from ._startup import only_compaction_guard, store_of
 from .config.environment import kill_switch, switched_off
 from .config.loading import ConfigSource, load_config
 from .config.model import LoopGuardConfig
-from .config.settings import GlobalSettings, Settings, resolve
-from .engine.identity.digests import digest_call, digest_outcome
+from .config.settings import Settings, resolve
 from .engine.identity.names import bounded
-from .engine.records import UNRECORDED
 from .engine.state.scope import ScopeState
-from .engine.state.store import InMemoryStore, Store, StoreStats
+from .engine.state.store import Store, StoreStats
 from .engine.verdict import OK, Verdict, exception_for
 from .otel import conventions
-from .otel.annotations import Mark
 from .otel.errors import strict_mode
 from .otel.live import DEFAULT_SCOPE, scope_key_of, shown_on
 from .otel.metrics import observe_store
@@ -64,8 +63,8 @@ class LoopGuard:
             _logger.info("otel-loopguard is off: OTEL_LOOPGUARD_DISABLED=true")
             self.settings = switched_off(self.settings)
         elif self.settings.default.enabled is None:
-            _logger.warning(_only_compaction_guard(self.settings))
-        store = store if store is not None else _store_of(self.settings.globals)
+            _logger.warning(only_compaction_guard(self.settings))
+        store = store if store is not None else store_of(self.settings.globals)
         store.configure(self.settings.max_history_size, io_context=suppressed)
         observe_store(store, meter_provider)
         self._runtime = Runtime(self.settings, store, meter_provider, tracer_provider)
@@ -220,7 +219,14 @@ class LoopGuard:
             scope = None if scope is None else bounded(scope)
             agent = None if agent is None else bounded(agent)
         return self._answered(
-            "check_batch", [OK] * len(batch), self._check_batch, batch, scope, agent
+            "check_batch",
+            [OK] * len(batch),
+            verdicts_of_batch,
+            self._runtime,
+            self._unscoped,
+            batch,
+            scope,
+            agent,
         )
 
     def _answered(
@@ -240,38 +246,6 @@ class LoopGuard:
             if raised is failure:
                 raise  # strict mode: a bug of otel-loopguard fails this project's tests
         return fallback
-
-    def _check_batch(
-        self, batch: list[tuple[str, object, str | None]], scope: str | None, agent: str | None
-    ) -> list[Verdict]:
-        runtime = self._runtime
-        current, context, live = runtime.current()
-        scope_key = scope_key_of(scope, live, context)
-        agent = agent or (live.agent if live else None)
-        if batch and not scope and live is None and not context.is_valid:
-            self._unscoped(batch[0][0])
-        cfg = self.settings.for_agent(agent)
-        if not cfg.active or not batch:
-            return [OK] * len(batch)
-        proposed = [
-            (runtime.digest.call(name, args, cfg), call_id) for name, args, call_id in batch
-        ]
-        # No span of these calls exists yet: shown on the span the agent asked from.
-        here = shown_on(current, live)
-        decisions = self._store.update(
-            scope_key, ScopeState.ask_batch, proposed, cfg, shown=here is not None
-        )
-        for (name, _, _), decision in zip(batch, decisions, strict=True):
-            mark = mark_of(decision, name, self._runtime.currency)
-            if mark is None or not mark.signal:
-                continue
-            if here is not None:
-                runtime.annotator.on_live_span(here, mark)
-            else:
-                runtime.annotator.signal(mark, context)
-            if decision.verdict.aborted:
-                runtime.fail_run(live, context.trace_id, decision.verdict)
-        return [decision.verdict for decision in decisions]
 
     def raise_if_blocked(
         self,
@@ -312,7 +286,8 @@ class LoopGuard:
         self._answered(
             "record_result",
             None,
-            self._record_result,
+            record_outcome,
+            self._runtime,
             bounded(name),
             result,
             bounded(call_id),
@@ -320,35 +295,6 @@ class LoopGuard:
             None if scope is None else bounded(scope),
             None if agent is None else bounded(agent),
         )
-
-    def _record_result(
-        self,
-        name: str,
-        result: object,
-        call_id: str,
-        error: str | None,
-        scope: str | None,
-        agent: str | None,
-    ) -> None:
-        runtime = self._runtime
-        current, context, live = runtime.current()
-        scope_key = scope_key_of(scope, live, context)
-        cfg = self.settings.for_agent(agent or (live.agent if live else None))
-        if not cfg.active:
-            return
-        # How the result is read depends on the tool alone here: its arguments are not given.
-        call = digest_call(name, UNRECORDED, cfg, span=call_id)
-        outcome = digest_outcome(call, result, error, cfg)
-        fired = self._store.update(scope_key, ScopeState.result_of_call, call_id, outcome, cfg)
-        if fired is not None:  # the post-compaction guard, as this outcome completed a window
-            intended = fired if cfg.observe_only else None
-            mark = Mark(replace(fired, action="warn") if intended else fired, name, intended)
-            if current.is_recording():
-                runtime.annotator.on_live_span(current, mark)
-            else:
-                runtime.annotator.signal(mark, context)
-            if fired.aborted and not cfg.observe_only:
-                runtime.fail_run(live, context.trace_id, fired)
 
     def abort_verdict(self, *, scope: str | None = None) -> Verdict | None:
         """The abort that stopped the scope's run (the current scope when not given), if one
@@ -425,30 +371,3 @@ class LoopGuard:
             raise Misuse(text)
         self._warned_unscoped = True
         _logger.warning(text)
-
-
-def _only_compaction_guard(settings: Settings) -> str:
-    """What a guard with ``enabled`` unset runs (SPEC 3.5: the post-compaction guard only),
-    said once at start-up: a user who wrote ``LoopGuard()`` expects loops to be caught."""
-    listed = sorted(a for a, c in settings.agents.items() if c.enabled is True)
-    where = f" (for every agent but {', '.join(map(repr, listed))})" if listed else ""
-    return (
-        f"otel-loopguard: enabled is unset, so only the post-compaction guard (and any budget) "
-        f"runs{where}; the loop detectors are off. Set enabled: true (or "
-        "OTEL_LOOPGUARD_ENABLED=true) to turn them on"
-    )
-
-
-def _store_of(g: GlobalSettings) -> Store:
-    """The store the configuration names: shared on Redis / Valkey, or in this process."""
-    if g.store_url is None:
-        return InMemoryStore(g.max_scopes, g.idle_ttl_seconds)
-    from .stores.redis import RedisStore  # needs the optional 'redis' package
-
-    return RedisStore(
-        g.store_url,
-        timeout=g.store_timeout_seconds,
-        idle_ttl_seconds=g.idle_ttl_seconds,
-        key_prefix=g.store_key_prefix,
-        max_scopes=g.max_scopes,
-    )

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from otel_loopguard.recorded import otlp_file
+from otel_loopguard.recorded import otlp_file, otlp_json, otlp_protobuf
 from otel_loopguard.recorded.otlp_file import OtlpFileError, read_spans
 
 from .helpers import replay_peak
@@ -349,8 +349,8 @@ def test_a_zstd_message_of_zeros_is_an_error_in_bounded_memory(tmp_path: Path) -
 def test_lines_and_messages_are_bounded_by_the_documented_limits(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(otlp_file, "MAX_LINE_BYTES", 1000)
-    monkeypatch.setattr(otlp_file, "MAX_MESSAGE_BYTES", 1000)
+    monkeypatch.setattr(otlp_json, "MAX_LINE_BYTES", 1000)
+    monkeypatch.setattr(otlp_protobuf, "MAX_MESSAGE_BYTES", 1000)
     long_line = tmp_path / "traces.jsonl"
     long_line.write_text(VALID + _line(*(_span(1, n) for n in range(2, 30))))
     with pytest.raises(OtlpFileError, match="line 2 is longer than"):

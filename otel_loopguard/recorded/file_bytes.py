@@ -2,7 +2,7 @@
 UTF-8), and counted for a progress bar; a step at a time, so that memory holds about what the
 reader asks for, and every fault an :class:`OtlpFileError` naming the file.
 
-The OTLP reading itself (lines, messages, requests) is ``otlp_file.py``'s.
+The OTLP reading itself is ``otlp_json.py``'s (lines) and ``otlp_protobuf.py``'s (messages).
 """
 
 from __future__ import annotations

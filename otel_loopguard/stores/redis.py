@@ -47,9 +47,10 @@ from ..engine.state.scope import ScopeState
 from ..engine.state.store import IoContext, StoreStats
 from ..engine.verdict import Verdict
 from . import server
-from .health import MAX_ATTEMPTS, ServerHealth, server_errors
+from .copies import LocalCopies, Op, max_ops
+from .health import MAX_ATTEMPTS, server_errors
 from .roundtrip import Limits
-from .server import ABSENT, Version
+from .server import Version
 
 if TYPE_CHECKING:
     import redis
@@ -59,11 +60,6 @@ __all__ = ["MAX_ATTEMPTS", "RedisStore"]
 P = ParamSpec("P")
 T = TypeVar("T")
 
-_Op = tuple[bytes | None, Callable[..., object], tuple[Any, ...], dict[str, Any]]
-"""An update decided on this process's copy: the token of the write that carried it (``None``
-when none was sent), the function and its arguments."""
-
-
 _STORES: weakref.WeakSet[RedisStore] = weakref.WeakSet()
 
 
@@ -72,25 +68,7 @@ def _after_fork_in_child() -> None:
         store._forget_process()
 
 
-class _Entry:
-    """This process's copy of a scope: the state as of ``version``, plus any change not yet
-    stored (made while the server was not answering). ``state`` is ``None`` while an update
-    has it out."""
-
-    __slots__ = ("abort", "ops", "owed", "state", "version")
-
-    def __init__(self, version: Version, state: ScopeState, ops: list[_Op]) -> None:
-        self.version = version
-        self.state: ScopeState | None = state
-        self.abort = state.abort
-        self.owed = 0
-        """Tool calls decided here that the scope's count on the server does not hold yet."""
-        self.ops = ops
-        """The updates ``state`` holds that the server's state as of ``version`` may not: applied
-        again to the server's state when it answers with another (at most ``max_ops``)."""
-
-
-class RedisStore(ServerHealth):
+class RedisStore(LocalCopies):
     """A state store on Redis or Valkey that processes and hosts share; fails open.
 
     ``url``: ``redis://[[user]:password@]host[:port][/db]``, ``rediss://`` for TLS, or
@@ -133,7 +111,7 @@ class RedisStore(ServerHealth):
         self._clock = clock
         self._io: IoContext = nullcontext
         self._history_size = 30
-        self._max_ops = _max_ops(30)
+        self._max_ops = max_ops(30)
         self._fallbacks = 0
         self._forget_process()
         _STORES.add(self)
@@ -145,7 +123,7 @@ class RedisStore(ServerHealth):
         # Guarded by ``_lock``: the copies of scopes (least recently used first), the open
         # local roots per trace scope, the scopes this process holds a root field in, and the
         # outage and its counters. Never held for I/O.
-        self._cache: OrderedDict[str, _Entry] = OrderedDict()
+        self._cache = OrderedDict()
         self._roots: dict[str, int] = {}
         self._held: set[str] = set()
         self._down = False
@@ -165,7 +143,7 @@ class RedisStore(ServerHealth):
         """The window size of new scopes, and what to enter around each round trip (the
         guard's: OpenTelemetry instrumentation suppressed, so no span of ours feeds back)."""
         self._history_size = history_size
-        self._max_ops = _max_ops(history_size)
+        self._max_ops = max_ops(history_size)
         self._io = io_context or nullcontext
 
     def update(
@@ -180,7 +158,7 @@ class RedisStore(ServerHealth):
         the current state when another process changed it meanwhile."""
         # ``owed``: the tool calls this process decided on its own copy that the scope's count
         # on the server does not hold yet (taken here; handed back if they are not sent).
-        # ``ops``: what this process decided alone since ``version`` (see ``_Entry.ops``).
+        # ``ops``: what this process decided alone since ``version`` (see ``Entry.ops``).
         version, state, owed, ops = self._take(key)
         if not self._due():
             return self._decided_here(key, version, state, owed, ops, fn, *args, **kwargs)
@@ -236,7 +214,7 @@ class RedisStore(ServerHealth):
         self._contention()
         return self._decided_here(key, version, state, 0, ops, fn, *args, **kwargs)
 
-    def _reapplied(self, state: ScopeState, ops: list[_Op], token: bytes) -> list[_Op]:
+    def _reapplied(self, state: ScopeState, ops: list[Op], token: bytes) -> list[Op]:
         """Apply again to the server's ``state`` (stored as ``token``) what this process
         decided alone that it does not hold: the updates after the last one a write of ``token``
         carried (a write whose reply came too late), or all of them. The same updates, as
@@ -246,7 +224,7 @@ class RedisStore(ServerHealth):
             if carried_by == token:
                 start = n + 1
         calls = state.calls  # the calls these updates made are counted already (``owed``)
-        kept: list[_Op] = []
+        kept: list[Op] = []
         for _, op, args, kwargs in ops[start:]:
             try:
                 op(state, *args, **kwargs)
@@ -263,7 +241,7 @@ class RedisStore(ServerHealth):
         version: Version,
         state: ScopeState,
         owed: int,
-        ops: list[_Op],
+        ops: list[Op],
         fn: Callable[Concatenate[ScopeState, P], T],
         /,
         *args: P.args,
@@ -360,81 +338,10 @@ class RedisStore(ServerHealth):
         """Close the connections (a later call opens new ones)."""
         self._client.close()
 
-    # -- this process's copies -----------------------------------------------------------------
-
     def _name(self, key: str) -> bytes:
         """The scope's key, as bytes of our making: a scope id the client could not encode (a
         lone surrogate is valid JSON) would fail every call to the store, not only its own."""
         return (self._prefix + key).encode("utf-8", "surrogatepass")
-
-    def _new(self) -> ScopeState:
-        return ScopeState(self._history_size)
-
-    def _take(self, key: str) -> tuple[Version, ScopeState, int, list[_Op]]:
-        """This process's copy of the scope and its token, taken out for one update; a new
-        state, said to be absent on the server, when there is none (or another update has it:
-        the server then answers with the current one). And the tool calls owed to the scope's
-        count, taken too: one update sends them; and the updates the copy holds that the
-        server's state may not."""
-        with self._lock:
-            entry = self._cache.get(key)
-            if entry is not None:
-                self._cache.move_to_end(key)
-                owed, entry.owed = entry.owed, 0
-                state = entry.state
-                if state is not None:
-                    entry.state, ops, entry.ops = None, entry.ops, []
-                    return entry.version, state, owed, ops
-                return ABSENT, self._new(), owed, []
-        return ABSENT, self._new(), 0, []
-
-    def _put(self, key: str, version: Version, state: ScopeState, *, held: bool = False) -> None:
-        """Keep the state the server stored as ``version``."""
-        with self._lock:
-            self._keep(key, version, state, [])
-            if held and key in self._roots:  # held while a root is open (bounded with them)
-                self._held.add(key)
-            recovered, self._down = self._down, False
-        if recovered:
-            self._log_recovered()
-
-    def _locally(
-        self, key: str, version: Version, state: ScopeState, result: T, owed: int, ops: list[_Op]
-    ) -> T:
-        """Keep a state the server did not store, as this process's copy (stored with the next
-        update the server takes; applied again, as ``ops``, to the server's state if another
-        process changed it meanwhile), with the tool calls the server has not counted (sent
-        with the next update, stored or not), and count the call as served from it."""
-        del ops[: -self._max_ops]  # the oldest first: the window holds the newest calls
-        with self._lock:
-            self._keep(key, version, state, ops)
-            self._cache[key].owed += owed
-            self._fallbacks += 1
-        return result
-
-    def _keep(self, key: str, version: Version, state: ScopeState, ops: list[_Op]) -> None:
-        entry = self._cache.get(key)
-        if entry is not None:
-            entry.version, entry.state, entry.abort = version, state, state.abort
-            entry.ops = ops
-            return
-        if len(self._cache) >= self._max_scopes:
-            self._cache.popitem(last=False)
-            self._evicted += 1
-        self._cache[key] = _Entry(version, state, ops)
-
-    def _forget(self, key: str) -> None:
-        with self._lock:
-            if self._cache.pop(key, None) is not None or key in self._held:
-                self._released += 1
-            self._held.discard(key)
-
-
-def _max_ops(history_size: int) -> int:
-    """The updates decided alone a scope's copy keeps to apply again: a call's start and end
-    for each record of the window, and a few more (model calls, compactions); older ones could
-    change nothing but counters a longer outage already under-counts."""
-    return 2 * history_size + 16
 
 
 def _check(timeout: float, ttl: float, prefix: str, max_scopes: int, retry_seconds: float) -> None:

@@ -8,18 +8,20 @@ own: the store's lock guards every method call.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple, Protocol
+from typing import Protocol
 
 from ...config.settings import ResolvedConfig
 from ..detection import escalation, spending
-from ..detection.batch import Pending
 from ..detection.compaction import CompactionGuard
-from ..detection.detectors import evaluate, window
+from ..detection.detectors import evaluate
 from ..detection.replies import Reply, no_tool_warning
 from ..identity.digests import OutcomeDigest
 from ..records import CallRecord, ProposedCall
 from ..usage import NOTHING_SPENT, Usage
 from ..verdict import OK, Verdict
+from . import batch_admission
+from .decision import Ask, record_of
+from .decision import Decision as Decision  # named here by the modules that read a scope
 
 MAX_OPEN_ASKS = 64
 MIN_OPEN_SPANS = 64
@@ -27,68 +29,8 @@ MIN_OPEN_SPANS = 64
 larger. A span that starts and never ends cannot hold more than a window's worth."""
 
 
-def _record(call: ProposedCall, call_id: str | None) -> CallRecord:
-    """The window's record of a call about to be made."""
-    return CallRecord(
-        tool=call.tool,
-        args_fp=call.args_fp,
-        call_id=call_id,
-        shape_fp=call.shape_fp,  # an edit's is its edit (``CallRecord.edit_fp``)
-    )
-
-
 class _Counter(Protocol):
     records: int
-
-
-class Decision(NamedTuple):
-    """The verdict on one call, and whether this evaluation is to be annotated.
-
-    ``annotate``: the detection gets its event (warnings de-duplicated); ``intended`` is, in
-    observe-only mode, what would have been enforced; ``new`` is false when the verdict was
-    adopted from an earlier evaluation point or is the scope's abort flag, already logged and
-    counted. Immutable (a named tuple: one is made per evaluated call, for a third of a frozen
-    dataclass's cost).
-    """
-
-    verdict: Verdict
-    annotate: bool
-    record: CallRecord | None = None
-    intended: Verdict | None = None
-    new: bool = True
-    loop: Usage | None = None
-    """What the detected loop cost: spent since its first call was made."""
-    burned: Usage | None = None
-    """The part of ``loop`` no earlier detection of the scope counted (the loop-tokens
-    counter's increment)."""
-    model: str | None = None
-    """The model of the scope's latest model call, when the loop cost anything."""
-
-    def adopted(self, annotate: bool = False) -> Decision:
-        """This decision as a later evaluation point adopts it: not ``new``, annotated as
-        ``annotate`` says (made field by field: a third of ``_replace``'s cost)."""
-        return Decision(
-            self.verdict,
-            annotate,
-            self.record,
-            self.intended,
-            False,
-            self.loop,
-            self.burned,
-            self.model,
-        )
-
-
-@dataclass(slots=True)
-class _Ask:
-    call: ProposedCall
-    call_id: str | None
-    decision: Decision
-    shown: bool = False
-    """The ask's detection went on the span the agent asked from: the span that adopts the
-    call does not show it again."""
-    round: int = 0
-    """The ask (or the batch: one model response's calls) it was made in, counted per scope."""
 
 
 @dataclass(slots=True)
@@ -99,7 +41,7 @@ class ScopeState:
     history: list[CallRecord] = field(default_factory=list)
     """The window, oldest first (a list: a third of a deque's memory at 30 records)."""
     spans: dict[int, Decision] = field(default_factory=dict)
-    asks: list[_Ask] = field(default_factory=list)
+    asks: list[Ask] = field(default_factory=list)
     rounds: int = 0
     """Asks and batches made in the scope: the newest round's asks are the calls about to run."""
     abort: Verdict | None = None
@@ -160,100 +102,12 @@ class ScopeState:
         self._remember_ask(call, call_id, decision, shown=shown)
         return decision
 
-    def ask_batch(
-        self,
-        calls: list[tuple[ProposedCall, str | None]],
-        cfg: ResolvedConfig,
-        *,
-        shown: bool = False,
-    ) -> list[Decision]:
-        """Point 1 for the calls of one model response, as OpenClaw admits a batch (``shown``:
-        its detections go on the span it was asked from, as in :meth:`ask`).
-
-        Each call is judged after the ones before it (those count as blocked calls, the most
-        they can add to a streak). If one is critical, the whole batch is blocked before any
-        call runs: the calls identical to it get a veto record, the others none (they were
-        never made), and one detection is annotated. Otherwise each call is recorded in order,
-        as ``ask`` records one.
-        """
-        if self.abort is not None:
-            return [self._aborted() for _ in calls]
-        self.rounds += 1
-        # The calls judged before each count as blocked calls on top of the window: kept in
-        # a summary (``batch.py``) and in a copy of the counts (which let most calls skip the
-        # detectors' walks), so that no call walks the ones before it.
-        pending, counts = Pending(window(self.history, cfg.history_size)), self.counts
-        if len(calls) > 1:
-            counts = dict(counts)
-        decisions: list[Decision] = []
-        for earlier, (call, call_id) in enumerate(calls):
-            finding = evaluate(self.history, call, cfg, counts, batch=pending)
-            if cfg.budget is not None:
-                finding = spending.within_budget(self, finding, cfg, call.tool)
-            self.calls += 1
-            self.replies_without_tools = 0
-            record = _record(call, call_id)
-            if finding is None:
-                decisions.append(Decision(verdict=OK, annotate=False, record=record))
-            else:
-                verdict, intended = escalation.decided(self, finding.verdict, cfg)
-                start = None
-                if self.usage.tokens:
-                    start = spending.loop_start(self.history, finding, call, pending)
-                if verdict.blocked:
-                    return self._block_batch(calls, call, verdict, cfg, start)
-                # De-duplicated as it is judged, as OpenClaw does: a warning of a batch that a
-                # later call blocks still counts as given.
-                annotate = escalation.should_annotate(self, finding, cfg, intended)
-                decisions.append(
-                    Decision(
-                        verdict,
-                        annotate,
-                        record,
-                        intended,
-                        **spending.costs(self, start, annotate),
-                    )
-                )
-            if earlier + 1 < len(calls):  # the calls after this one are judged with it blocked
-                pending.add(call)
-                counts[call.args_fp] = counts.get(call.args_fp, 0) + 1
-        for (call, call_id), decision in zip(calls, decisions, strict=True):
-            assert decision.record is not None
-            self._append(decision.record)
-            self._remember_ask(call, call_id, decision, shown=shown)
-        return decisions
-
-    def _block_batch(
-        self,
-        calls: list[tuple[ProposedCall, str | None]],
-        critical: ProposedCall,
-        verdict: Verdict,
-        cfg: ResolvedConfig,
-        start: Usage | None,
-    ) -> list[Decision]:
-        costs = spending.costs(self, start, annotate=True)
-        decisions: list[Decision] = []
-        for call, call_id in calls:
-            record: CallRecord | None = None
-            if call.args_fp == critical.args_fp and call.tool == critical.tool:
-                record = _record(call, call_id)
-                escalation.veto(self.history, record, verdict, cfg)
-                self._append(record)
-            # One detection for the batch: the first call it blocks carries the event.
-            if not decisions:
-                decision = Decision(verdict, annotate=True, record=record, **costs)
-            else:
-                decision = Decision(verdict, annotate=False, record=record, new=False)
-            self._remember_ask(call, call_id, decision)
-            decisions.append(decision)
-        if verdict.aborted:
-            self.abort = verdict
-        return decisions
+    ask_batch = batch_admission.ask_batch
 
     def _remember_ask(
         self, call: ProposedCall, call_id: str | None, decision: Decision, *, shown: bool = False
     ) -> None:
-        self.asks.append(_Ask(call, call_id, decision, shown, self.rounds))
+        self.asks.append(Ask(call, call_id, decision, shown, self.rounds))
         if len(self.asks) > MAX_OPEN_ASKS:
             del self.asks[0]  # an ask no span ever claimed
 
@@ -305,7 +159,7 @@ class ScopeState:
         return decision
 
     @staticmethod
-    def _claimed(match: _Ask) -> Decision:
+    def _claimed(match: Ask) -> Decision:
         """The decision a span adopts from an ask: it gets the event of an ask that let the
         call run, unless the ask's span showed it; a blocked ask placed its own (the call was
         not to run)."""
@@ -391,7 +245,7 @@ class ScopeState:
         assert self.abort is not None
         return Decision(verdict=self.abort, annotate=False, new=False)
 
-    def _claim_ask(self, call: ProposedCall, call_id: str | None) -> _Ask | None:
+    def _claim_ask(self, call: ProposedCall, call_id: str | None) -> Ask | None:
         """Take the newest open ask of a span's call: by call id when both have one, else by
         tool and arguments, by tool and the one argument's value (recorded by name by one
         instrumentation, by value by another), by tool and the keyword arguments a span
@@ -420,7 +274,7 @@ class ScopeState:
             finding = spending.within_budget(self, finding, cfg, call.tool)
         self.calls += 1
         self.replies_without_tools = 0
-        record = _record(call, call_id)
+        record = record_of(call, call_id)
         if finding is None:  # most calls: nothing fired
             self._append(record)
             return Decision(verdict=OK, annotate=False, record=record)
