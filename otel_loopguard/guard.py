@@ -71,12 +71,6 @@ class LoopGuard:
         self._store = store
         self._warned_unscoped = False
 
-    @property
-    def runtime(self) -> Runtime:
-        """otel-loopguard's internals, shared by its processor and tool decorator (not an API
-        to build on: it changes between releases)."""
-        return self._runtime
-
     # -- the agent-facing API ----------------------------------------------------------------
 
     def check(

@@ -30,7 +30,7 @@ class LoopGuardSpanProcessor(SpanProcessor):
             )
         self.guard = guard
         self._downstream = downstream
-        self._runtime = runtime = guard.runtime
+        self._runtime = runtime = guard._runtime
         # Without downstream, late detections go on the nearest live ancestor: this
         # processor's lifecycle keeps ancestry (decided here, for this processor only).
         self._lifecycle = Lifecycle(runtime, keep_ancestry=downstream is None)

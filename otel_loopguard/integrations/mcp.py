@@ -76,10 +76,10 @@ def guard_client(guard: LoopGuard, client: C) -> C:
             return await call_tool(name, arguments, *args, **kwargs)
         token = _inside.set(True)
         try:
-            tracer = guard.runtime.tracer()
+            tracer = guard._runtime.tracer()
             options = _span_options(name, arguments, call_id)
             with tracer.start_as_current_span(f"execute_tool {name}", **options) as span:
-                guard.runtime.tool_span_started(span)
+                guard._runtime.tool_span_started(span)
                 verdict = guard.check(name, arguments or {}, call_id=call_id or None)
                 if verdict.aborted:
                     raise exception_for(verdict)  # the run must end: not a result to go on with
@@ -157,6 +157,6 @@ def _record(span: trace.Span, result: object) -> None:
 
 def _with_warning(guard: LoopGuard, result: Any, verdict: Verdict) -> Any:
     """The warning after the result's last text (a new text part when it has none)."""
-    if verdict.level != "warning" or not guard.runtime.config_for_current().warnings_to_model:
+    if verdict.level != "warning" or not guard._runtime.config_for_current().warnings_to_model:
         return result
     return with_warning(result, verdict.message)

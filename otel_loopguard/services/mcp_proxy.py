@@ -108,7 +108,7 @@ class _Proxy:
         self.guard = guard
         self.options = options
         self.connections = _Connections(stdio=options.transport == "pipe")
-        self.tracer = guard.runtime.tracer()
+        self.tracer = guard._runtime.tracer()
 
     def _placement(
         self, meta: dict[str, Any], connection: str, session: str | None

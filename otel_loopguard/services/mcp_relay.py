@@ -568,12 +568,12 @@ class Relay:
         try:
             answer = await self._call(span, message, raw, name, call_id, protocol)
         finally:
-            self.guard.runtime.ran(started, time.time())
+            self.guard._runtime.ran(started, time.time())
         if verdict.level != "warning":
             return answer  # as the server gave it
         answered = _object(answer)
         result = answered.get("result")
-        if isinstance(result, dict) and self.guard.runtime.config_for_current().warnings_to_model:
+        if isinstance(result, dict) and self.guard._runtime.config_for_current().warnings_to_model:
             return {**answered, "result": warned(result, verdict.message)}
         return answer
 

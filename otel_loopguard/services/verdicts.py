@@ -284,7 +284,7 @@ class Verdicts:
 
     def __init__(self, telemetry: ServiceTelemetry) -> None:
         self.guard = telemetry.guard
-        self._runtime = telemetry.guard.runtime
+        self._runtime = telemetry.guard._runtime
         self._tracer = telemetry.tracer_provider.get_tracer("otel_loopguard.services")
         self.blocking = not isinstance(self._runtime.store, InMemoryStore)
 
