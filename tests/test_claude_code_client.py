@@ -70,7 +70,8 @@ def docs_settings(url: str) -> dict[str, Any]:
                 assert hook["url"] == docs_url
                 extra = fail_closed if event == "PreToolUse" else {}
                 hook.update({**extra, **token, "url": f"{url}/v1/{route}"})
-    return settings
+    written: dict[str, Any] = settings
+    return written
 
 
 def _run(claude: Path, cwd: Path, settings: Path, env: dict[str, str], *args: str) -> Any:
