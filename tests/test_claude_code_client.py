@@ -138,12 +138,17 @@ def _tool_results(request: dict[str, Any]) -> list[dict[str, Any]]:
 def test_claude_code_loads_the_docs_settings(session: dict[str, Any]) -> None:
     assert "did not load" not in session["stderr"]
     for event in ("PreToolUse", "PostToolUse", "Stop", "UserPromptSubmit"):
-        assert re.search(rf"Hook {event}\S* \({event}\) success", session["debug"]), event
+        ran = re.search(rf"Hook {event}\S* \({event}\) success", session["debug"]) is not None
+        assert ran, event
 
 
 def test_claude_code_accepts_every_answer_of_the_service(session: dict[str, Any]) -> None:
-    assert "Hook JSON output validation failed" not in session["debug"]
-    assert "unrecognized keys" not in session["debug"]
+    refused = [
+        line[:300]
+        for line in session["debug"].splitlines()
+        if "Hook JSON output validation failed" in line or "unrecognized keys" in line
+    ]
+    assert refused == []
     assert "Successfully parsed and validated hook JSON output" in session["debug"]
 
 
