@@ -21,13 +21,13 @@ from typing import Any
 
 import pytest
 
-from .clients.npm import installed
+from .clients.npm import PINNED, installed
 from .clients.standin_model import StandInModel
 from .serve_helpers import ROOT, serving
 
 pytest.importorskip("starlette")
 
-CLAUDE_CODE_VERSION = "2.1.332"
+CLAUDE_CODE_VERSION = PINNED["@anthropic-ai/claude-code"]
 DOCS = ROOT / "docs" / "coding-agents.md"
 CALLS = 25
 TOKEN = "claude-code-test-token-0123456789"
@@ -38,7 +38,7 @@ too."""
 
 @pytest.fixture(scope="module")
 def claude() -> Path:
-    package = installed("@anthropic-ai/claude-code", CLAUDE_CODE_VERSION)
+    package = installed("@anthropic-ai/claude-code")
     found = sorted(package.parent.glob("claude-code-*/claude"))
     if not found:
         pytest.fail(f"@anthropic-ai/claude-code@{CLAUDE_CODE_VERSION}: no binary for this platform")

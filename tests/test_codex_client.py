@@ -21,14 +21,14 @@ from typing import Any
 
 import pytest
 
-from .clients.npm import installed
+from .clients.npm import PINNED, installed
 from .serve_helpers import ROOT, command, environment, serving
 from .test_codex_hook import codex_payload
 
 pytest.importorskip("starlette")
 jsonschema = pytest.importorskip("jsonschema")
 
-CODEX_VERSION = "0.171.0"
+CODEX_VERSION = PINNED["@openai/codex"]
 DOCS = ROOT / "docs" / "coding-agents.md"
 
 DENY_WITHOUT_REASON = (
@@ -76,7 +76,7 @@ def _decision(output: dict[str, Any]) -> Any:
 @pytest.fixture(scope="module")
 def codex() -> Path:
     """The Codex binary the package runs (``bin/codex.js`` starts it)."""
-    package = installed("@openai/codex", CODEX_VERSION)
+    package = installed("@openai/codex")
     found = sorted(package.parent.glob("codex-*/vendor/*/bin/codex"))
     if not found:
         pytest.fail(f"@openai/codex@{CODEX_VERSION} installed no native binary for this platform")

@@ -16,7 +16,13 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
+PINNED = {
+    "@anthropic-ai/claude-code": "2.1.332",
+    "@openai/codex": "0.171.0",
+    "@modelcontextprotocol/inspector": "2.12.0",
+    "@modelcontextprotocol/server-everything": "2026.8.31",
+}
+"""The clients the tests drive, each at the version the tests are written for."""
 
 
 def cache_root() -> Path:
@@ -28,15 +34,17 @@ def cache_root() -> Path:
 
 def need_node(what: str) -> None:
     """Skip (fail under CI) where node or npm is missing."""
+    import pytest  # here: .ci/run runs this module before it installs the test extra
+
     if shutil.which("node") is None or shutil.which("npm") is None:
         if os.environ.get("CI"):
             pytest.fail(f"node and npm are needed for {what} (.ci/run installs them)")
         pytest.skip(f"node and npm are not installed: they install {what} (CI installs them)")
 
 
-def installed(package: str, version: str, *also: str) -> Path:
-    """``package@version`` (and ``also``, each ``name@version``) installed; the package's
-    directory."""
+def installed(package: str) -> Path:
+    """``package`` installed at its pinned version; the package's directory."""
+    version = PINNED[package]
     need_node(f"{package}@{version}")
     root = cache_root() / f"{package.replace('/', '+').lstrip('@')}-{version}"
     root.mkdir(parents=True, exist_ok=True)
@@ -56,10 +64,16 @@ def installed(package: str, version: str, *also: str) -> Path:
                     "--prefix",
                     str(root),
                     f"{package}@{version}",
-                    *also,
                 ],
                 check=True,
                 capture_output=True,
                 timeout=900,
             )
     return target
+
+
+if __name__ == "__main__":
+    # .ci/run installs them all in the background while the suites start (the tests wait for an
+    # install under way on the same lock).
+    for name in PINNED:
+        print(installed(name))
