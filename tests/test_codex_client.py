@@ -149,6 +149,10 @@ def answers(schemas: dict[str, dict[str, Any]]) -> list[tuple[str, dict[str, Any
             hook(codex_payload(session, "PreToolUse", n))
             hook(codex_payload(session, "PostToolUse", n, tool_response="test result: FAILED"))
         hook({**codex_payload(session, "PreToolUse", 23), "tool_input": {"command": "ls"}})
+        compact = {**codex_payload(session, "PreCompact", 0), "trigger": "auto"}
+        for key in ("tool_name", "tool_input", "tool_use_id", "permission_mode"):
+            del compact[key]
+        hook(compact)
         stop = codex_payload(session, "Stop", 24)
         for key in ("tool_name", "tool_input", "tool_use_id"):
             del stop[key]
@@ -243,7 +247,7 @@ def test_codex_reads_the_docs_hooks_json_as_written(codex: Path, tmp_path: Path)
     assert listed["errors"] == []
     assert listed["warnings"] == []
     hooks = {hook["eventName"]: hook for hook in listed["hooks"]}
-    assert set(hooks) == {"preToolUse", "postToolUse", "stop"}
+    assert set(hooks) == {event[0].lower() + event[1:] for event in written["hooks"]}
     for event, entries in written["hooks"].items():
         hook = hooks[event[0].lower() + event[1:]]
         assert hook["command"] == entries[0]["hooks"][0]["command"]
@@ -252,6 +256,12 @@ def test_codex_reads_the_docs_hooks_json_as_written(codex: Path, tmp_path: Path)
         assert hook["matcher"] is None
         # As the docs say: a new hook is untrusted until the user trusts it.
         assert hook["trustStatus"] == "untrusted"
+
+
+def test_the_docs_hooks_json_registers_every_event_the_guard_needs() -> None:
+    # Outcomes (PostToolUse) make a call "the same call with the same result"; PreCompact arms
+    # the post-compaction guard; Stop releases the session.
+    assert set(_docs_hooks_json()["hooks"]) >= {"PreToolUse", "PostToolUse", "PreCompact", "Stop"}
 
 
 def test_codex_reports_a_hooks_json_it_cannot_read(codex: Path, tmp_path: Path) -> None:
