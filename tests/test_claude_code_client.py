@@ -183,3 +183,38 @@ def test_a_settings_block_claude_code_cannot_load_is_reported(claude: Path, tmp_
     settings.write_text(json.dumps({"hooks": {"PreToolUse": [{"hooks": [hook]}]}}))
     done = _run(claude, tmp_path / "repo", settings, {})
     assert "did not load" in done.stderr
+
+
+def test_claude_code_never_fills_an_otel_variable_into_a_header(
+    claude: Path, tmp_path: Path
+) -> None:
+    """Why the docs name ``LOOPGUARD_TOKEN``: with ``$OTEL_LOOPGUARD_TOKEN`` listed in
+    ``allowedEnvVars`` and set, Claude Code still sends the header empty, and every hook is
+    refused (401): the guard is off."""
+    repo, home = tmp_path / "repo", tmp_path / "home"
+    repo.mkdir()
+    home.mkdir()
+    (repo / "notes.txt").write_text("the same contents\n")
+    with (
+        serving(token=TOKEN) as service,
+        StandInModel("Read", {"file_path": str(repo / "notes.txt")}, 1) as model,
+    ):
+        hook = {
+            "type": "http",
+            "url": f"{service.url}/v1/hooks/claude-code",
+            "timeout": 5,
+            "headers": {"Authorization": "Bearer $OTEL_LOOPGUARD_TOKEN"},
+            "allowedEnvVars": ["OTEL_LOOPGUARD_TOKEN"],
+        }
+        settings = tmp_path / "settings.json"
+        settings.write_text(json.dumps({"hooks": {"PreToolUse": [{"hooks": [hook]}]}}))
+        debug = tmp_path / "debug.log"
+        env = {
+            "ANTHROPIC_BASE_URL": model.url,
+            "ANTHROPIC_API_KEY": "sk-ant-stand-in",
+            "OTEL_LOOPGUARD_TOKEN": TOKEN,
+        }
+        done = _run(claude, repo, settings, env, "--debug-file", str(debug))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "HTTP 401" in debug.read_text()
+    assert "came with an empty bearer token and was refused (401)" in service.stderr
