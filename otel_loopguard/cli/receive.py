@@ -8,8 +8,14 @@ import sys
 from typing import Any
 
 from ..config.loading import ConfigError
-from ..services._base import ENV_TOKEN, ServiceError, one_line, parse_listen, read_token
-from ..services._connections import check_bounds
+from ..services._base import (
+    ENV_TOKEN,
+    ServiceError,
+    check_bounds,
+    one_line,
+    parse_listen,
+    read_token,
+)
 from .serve import add_bounds, service_config
 
 EXTRA = 'python3 -m pip install -e ".[receive]" (from the root of a clone of this repository)'

@@ -15,11 +15,11 @@ from ..services._base import (
     DEFAULT_LISTEN,
     ENV_TOKEN,
     ServiceError,
+    check_bounds,
     one_line,
     parse_listen,
     read_token,
 )
-from ..services._connections import check_bounds
 
 __all__ = ["add_parsers"]
 

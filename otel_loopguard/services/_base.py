@@ -7,10 +7,12 @@ token; every body is read up to a bound, and refused past it, before anything pa
 
 from __future__ import annotations
 
+import argparse
 import hmac
 import ipaddress
 import json
 import logging
+import math
 import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
@@ -36,6 +38,7 @@ __all__ = [
     "BodyLimit",
     "Listen",
     "ServiceError",
+    "check_bounds",
     "keyed_scope",
     "one_line",
     "parse_listen",
@@ -250,3 +253,16 @@ class BodyLimit:
             return {"type": "http.request", "body": body, "more_body": False}
 
         await self.app(scope, replay, send)
+
+
+def check_bounds(args: argparse.Namespace) -> None:
+    """A bad ``--max-connections``, ``--header-timeout`` or ``--body-timeout`` as a
+    :class:`ServiceError`."""
+    if args.max_connections is not None and args.max_connections < 1:
+        raise ServiceError("--max-connections must be at least 1")
+    for option, value in (
+        ("--header-timeout", args.header_timeout),
+        ("--body-timeout", args.body_timeout),
+    ):
+        if not math.isfinite(value) or value <= 0:
+            raise ServiceError(f"{option} must be a number of seconds > 0 (and finite)")

@@ -21,16 +21,12 @@ answered at once and its connection is idle again.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
-import math
 from typing import Any
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
-
-from ._plain import ServiceError
 
 __all__ = [
     "DEFAULT_BODY_TIMEOUT",
@@ -167,16 +163,3 @@ def bounded_protocol(
                 self._close()
 
     return Bounded
-
-
-def check_bounds(args: argparse.Namespace) -> None:
-    """A bad ``--max-connections``, ``--header-timeout`` or ``--body-timeout`` as a
-    :class:`ServiceError`."""
-    if args.max_connections is not None and args.max_connections < 1:
-        raise ServiceError("--max-connections must be at least 1")
-    for option, value in (
-        ("--header-timeout", args.header_timeout),
-        ("--body-timeout", args.body_timeout),
-    ):
-        if not math.isfinite(value) or value <= 0:
-            raise ServiceError(f"{option} must be a number of seconds > 0 (and finite)")

@@ -18,12 +18,13 @@ from ._base import (
     BodyLimit,
     Listen,
     ServiceError,
+    check_bounds,
     one_line,
     parse_listen,
     read_token,
     require_token,
 )
-from ._connections import backlog, bounded_protocol, check_bounds, default_max_connections
+from ._connections import backlog, bounded_protocol, default_max_connections
 from ._telemetry import service_guard
 from .mcp_http import Sessions
 from .mcp_proxy import ProxyOptions, proxy_config
