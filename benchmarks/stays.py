@@ -101,7 +101,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         # The workload's own name for the json module, not the module itself: nothing else
         # sees the change.
-        overhead.json = types.SimpleNamespace(dumps=shaped)  # type: ignore[attr-defined]
+        overhead.json = types.SimpleNamespace(dumps=shaped)  # type: ignore[attr-defined,assignment]
     tp = TracerProvider()
     guard = LoopGuard({"enabled": True}, tracer_provider=tp)
     tp.add_span_processor(LoopGuardSpanProcessor(guard))
