@@ -119,8 +119,14 @@ def digest_outcome(
 
 
 def _result(
-    call: ProposedCall, result: object, cfg: ResolvedConfig, unwrapped: bool
+    call: ProposedCall,
+    result: object,
+    cfg: ResolvedConfig,
+    unwrapped: bool,
+    parsed_from: str | None = None,
 ) -> OutcomeDigest:
+    """``parsed_from``: the JSON text a mapping ``result`` was parsed from (it is then read
+    once: its key is made from the parsed value, ``fp.parsed_result_key``)."""
     if isinstance(result, str):
         result = strip_messages(result)
         if (
@@ -142,9 +148,10 @@ def _result(
             if call.kind != "send":
                 return OutcomeDigest(result_fp=fp.text_key(result), unknown_tool=None, outcome="ok")
         elif _may_be_structured(result, cfg, call.kind):
-            parsed = fp.normalise(result).value
-            if type(parsed) is dict:
-                result = parsed
+            normal = fp.normalise(result)
+            if type(normal.value) is dict:
+                # Parsed once: what follows reads the value, and its key is made from it.
+                result, parsed_from = normal.value, normal.text if normal.json_native else None
         if call.kind == "send" and isinstance(result, str):
             # A send's text is its result of text alone (OpenClaw's result object of that
             # text, no details): a send's outcome is its details without ids, here none, the
@@ -165,7 +172,7 @@ def _result(
                 return _error(call, error, None, cfg)
             if result.keys() == _RESULT_ONLY and not unwrapped:
                 # Google ADK wraps a result that is not a mapping as {"result": ...}.
-                return _result(call, result["result"], cfg, unwrapped=True)
+                return _result(call, result["result"], cfg, True, parsed_from)
         if structured.is_structured(result, any_object=cfg.any_object_result):
             return _read_structured(call, result, cfg)
         if call.kind in structured.DETAILS_ALONE:
@@ -181,7 +188,12 @@ def _result(
         # the outcome's digest). A test run that fails alike in another number of seconds
         # gives one outcome, to every detector.
         result = shell.state_of_output(result) or result
-    key = fp.result_key(result, volatile, exec_style=call.is_poll, text=fp.result_text(volatile))
+    if parsed_from is not None and type(result) is dict:
+        key = fp.parsed_result_key(result, parsed_from, volatile, exec_style=call.is_poll)
+    else:
+        key = fp.result_key(
+            result, volatile, exec_style=call.is_poll, text=fp.result_text(volatile)
+        )
     return OutcomeDigest(key, None, "ok")  # result_fp, unknown_tool, outcome (positional: faster)
 
 

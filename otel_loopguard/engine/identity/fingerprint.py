@@ -32,6 +32,7 @@ __all__ = [
     "edit_key",
     "error_key",
     "normalise",
+    "parsed_result_key",
     "result_key",
     "result_text",
     "shape_key",
@@ -352,6 +353,30 @@ def result_key(
             return _bits(digest)
     normal = _exec_view(normalise(result), exec_style)
     return _key(_canonical(normal, volatile_keys, text), RESULT)
+
+
+def parsed_result_key(
+    value: dict[str, object], text: str, volatile_keys: frozenset[str], *, exec_style: bool = False
+) -> int:
+    """``result_key(value, volatile_keys, exec_style=exec_style)`` of an object ``value``
+    parsed from the JSON ``text`` (by :func:`normalise`, so at most ``MAX_DEPTH`` deep), the
+    same key without reading it again: no second look for an envelope, and the volatile keys
+    taken out by the walk for parsed JSON, not the one for any Python value (which checks each
+    value's type and counts the containers it walks). Either walk gives the same bytes for such
+    a value while it has at most ``_MAX_CONTAINERS`` containers, which a text of twice as many
+    characters cannot exceed (each takes two); a longer text, or an envelope, takes the general
+    way."""
+    if len(text) > 2 * _MAX_CONTAINERS or not _ENVELOPE_KEYS.isdisjoint(value):
+        return result_key(value, volatile_keys, exec_style=exec_style)
+    viewed: object = value
+    if exec_style or _looks_exec(value):
+        viewed = _exec_view(Normal(value), exec_style).value
+    try:
+        stripped = _strip(viewed, volatile_keys) if volatile_keys else viewed
+        data = b"j" + canonical.encode(stripped)
+    except (RecursionError, ValueError, TypeError):
+        data = b"r<" + type(viewed).__qualname__.encode() + b">"  # as _canonical writes it
+    return _key(data, RESULT)
 
 
 def text_key(text: str) -> int:
