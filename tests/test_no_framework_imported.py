@@ -56,7 +56,8 @@ def test_replay_runs_where_no_extra_is_installed(tmp_path: Path) -> None:
     for name in _WEB_STACK:
         (tmp_path / f"{name}.py").write_text(f"raise ImportError('not installed', name={name!r})\n")
     log = Path(__file__).parent / "data" / "agent_logs" / "pylint-dev__pylint-8898.traj.json"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path[1:]])}
+    root = Path(__file__).resolve().parent.parent  # the tree under test, not an installed copy
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(root)])}
     result = subprocess.run(
         [sys.executable, "-m", "otel_loopguard.cli.main", "replay", str(log)],
         capture_output=True,
