@@ -14,6 +14,10 @@ nanoseconds), i.e. how many such calls one core serves.
     python3 benchmarks/mcp_proxy.py            # 12 rounds of 12 sequences (3 600 calls each way)
     python3 benchmarks/mcp_proxy.py --quick    # 4 rounds of 6 sequences
     python3 benchmarks/mcp_proxy.py --baseline ../other-checkout   # its proxy too, alternated
+    python3 benchmarks/mcp_proxy.py --listen   # over streamable HTTP: mcp-proxy --listen
+
+With ``--listen`` the client speaks MCP's streamable HTTP: directly to the same server run with
+``--http PORT``, and through ``mcp-proxy --listen 127.0.0.1:PORT`` in front of it over stdio.
 
 The proxy is this checkout's (``PYTHONPATH`` names another tree to measure); ``--baseline TREE``
 runs a second proxy from ``TREE`` in the same rounds, for a before/after on one machine.
@@ -22,10 +26,14 @@ runs a second proxy from ``TREE`` in the same rounds, for a before/after on one 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import socket
 import statistics
+import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -99,11 +107,64 @@ def _seen(result: Any) -> str:
     return "warn" if any("WARNING" in text for text in texts) else "allow"
 
 
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextlib.asynccontextmanager
+async def _over_http(tree: str | None) -> AsyncIterator[str]:
+    """The server direct over streamable HTTP (``tree`` None), or ``mcp-proxy --listen`` of
+    ``tree`` in front of it over stdio: its URL, while it runs."""
+    port = _free_port()
+    upstream = [sys.executable, str(UPSTREAM)]
+    if tree is None:
+        command, env, cwd = [*upstream, "--http", str(port)], None, str(ROOT)
+    else:
+        listen = ["--listen", f"127.0.0.1:{port}"]
+        command = [sys.executable, "-m", "otel_loopguard.cli.main", "mcp-proxy", *listen]
+        command += ["--", *upstream]
+        env, cwd = {**os.environ, "PYTHONPATH": tree}, tree
+    process = subprocess.Popen(
+        command, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:  # until it accepts a connection
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit(f"{command[1:4]} did not listen on {port}") from None
+                await anyio.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+@contextlib.asynccontextmanager
+async def _client(tree: str | None, http: bool) -> AsyncIterator[Client]:
+    if not http:
+        async with Client(_params(tree)) as client:
+            yield client
+        return
+    async with _over_http(tree) as url, Client(url) as client:
+        yield client
+
+
 async def _round(
-    tree: str | None, sequences: int, offset: int, latency: Seen, cpu: dict[str, float]
+    tree: str | None,
+    sequences: int,
+    offset: int,
+    latency: Seen,
+    cpu: dict[str, float],
+    http: bool = False,
 ) -> None:
     proxied = tree is not None
-    async with Client(_params(tree)) as client:
+    async with _client(tree, http) as client:
         pid = _proxy_pid() if proxied else None
         for s in range(-2, sequences):  # two sequences of warm-up
             meta = {"loopguard/conversation": f"bench-{offset}-{s}"}
@@ -128,7 +189,7 @@ def _quantile(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[round(q * 100) - 1]
 
 
-async def main(rounds: int, sequences: int, baseline: str | None) -> None:
+async def main(rounds: int, sequences: int, baseline: str | None, http: bool) -> None:
     tree = os.environ.get("PYTHONPATH") or str(ROOT)
     variants: dict[str, str | None] = {"direct": None, "proxied": tree}
     if baseline is not None:
@@ -138,11 +199,12 @@ async def main(rounds: int, sequences: int, baseline: str | None) -> None:
     names = list(variants)
     for r in range(rounds):
         for name in names if r % 2 == 0 else names[::-1]:
-            await _round(variants[name], sequences, r, seen[name], cpu[name])
+            await _round(variants[name], sequences, r, seen[name], cpu[name], http)
     total = sum(len(v) for v in seen["direct"].values())
     print(
         f"{total} calls each way ({rounds} rounds alternating, {sequences} sequences of "
-        f"{REPEATS} identical calls each); microseconds per tools/call:"
+        f"{REPEATS} identical calls each, over {'streamable HTTP' if http else 'stdio'}); "
+        "microseconds per tools/call:"
     )
     print(
         f"{'proxy':9} {'verdict':8} {'calls':>6} {'p50 direct':>11} {'p50 proxied':>12} "
@@ -172,5 +234,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--baseline", metavar="TREE", help="a second checkout's proxy, alternated")
+    parser.add_argument("--listen", action="store_true", help="over streamable HTTP")
     args = parser.parse_args()
-    anyio.run(main, 4 if args.quick else 12, 6 if args.quick else 12, args.baseline)
+    rounds, sequences = (4, 6) if args.quick else (12, 12)
+    anyio.run(main, rounds, sequences, args.baseline, args.listen)
