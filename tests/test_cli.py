@@ -368,12 +368,17 @@ def _without(module: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
 
 
-def test_the_two_missing_extra_errors_have_one_wording_and_prefix() -> None:
-    """``serve`` and ``mcp-proxy`` without their extra: one line each, the same words."""
+def test_the_missing_extra_errors_have_one_wording_and_prefix() -> None:
+    """``serve``, ``mcp-proxy`` and ``receive`` without their extra: one line each, the same
+    words, whichever of the extra's modules is missing."""
     found = []
+    receive = ["receive", "--listen", "127.0.0.1:0", "--export", "http://127.0.0.1:1"]
     for command, module, extra in (
         (["serve", "--listen", "127.0.0.1:0"], "starlette", "serve"),
+        (["serve", "--listen", "127.0.0.1:0"], "uvicorn", "serve"),
         (["mcp-proxy", "--", "true"], "mcp", "mcp"),
+        (receive, "starlette", "receive"),
+        (receive, "uvicorn", "receive"),
     ):
         result = _without(module, *command)
         assert result.returncode == 2
@@ -384,13 +389,13 @@ def test_the_two_missing_extra_errors_have_one_wording_and_prefix() -> None:
             f'installed): python3 -m pip install -e ".[{extra}]" (from the root of a clone of '
             "this repository)"
         )
-    assert len(found) == 2
+    assert len(found) == 5
 
 
 def test_every_config_option_is_named_file_in_the_help() -> None:
     """``--config`` (and replay's ``--prices``, and validate's argument) read a file: each
     command's help calls it FILE, never PATH."""
-    for command in ("demo", "validate", "replay", "serve", "mcp-proxy"):
+    for command in ("demo", "validate", "replay", "serve", "mcp-proxy", "receive"):
         shown = run(command, "--help")
         assert shown.returncode == 0, shown.stderr
         text = " ".join(shown.stdout.split())

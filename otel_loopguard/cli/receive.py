@@ -16,9 +16,8 @@ from ..services._base import (
     parse_listen,
     read_token,
 )
-from .serve import add_bounds, service_config
+from .serve import add_bounds, missing_extra, service_config
 
-EXTRA = 'python3 -m pip install -e ".[receive]" (from the root of a clone of this repository)'
 DEFAULT_LISTEN = "127.0.0.1:4318"
 
 
@@ -96,12 +95,12 @@ def _receive(args: argparse.Namespace) -> int:
             raise ServiceError("--metric-interval must be a number of seconds > 0")
         token = read_token(args.token_file)
         try:
+            import starlette  # noqa: F401  (the extra's: imported by receive() as it starts)
+            import uvicorn  # noqa: F401
+
             from ..services.receive import receive
         except ImportError as missing:
-            raise ServiceError(
-                f"otel-loopguard receive needs the receive extra ({missing.name} is not "
-                f"installed): {EXTRA}"
-            ) from None
+            raise ServiceError(missing_extra("receive", missing.name)) from None
         receive(
             service_config(args.config),
             listen,

@@ -25,7 +25,8 @@ __all__ = ["add_parsers"]
 
 _SERVE = 'python3 -m pip install -e ".[serve]"'
 _MCP = 'python3 -m pip install -e ".[mcp]"'
-_INSTALL = {"serve": _SERVE, "mcp": _MCP}
+_RECEIVE = 'python3 -m pip install -e ".[receive]"'
+_INSTALL = {"serve": _SERVE, "mcp": _MCP, "receive": _RECEIVE}
 """Each service's extra, as installed from a clone (otel-loopguard is not published)."""
 
 
