@@ -21,15 +21,13 @@ from typing import Any
 
 import pytest
 
-from .clients.npm import PINNED, installed
-from .serve_helpers import ROOT, command, environment, serving
+from .clients.codex import codex_binary, docs_hooks_json
+from .serve_helpers import command, environment, serving
 from .test_codex_hook import codex_payload
 
 pytest.importorskip("starlette")
 jsonschema = pytest.importorskip("jsonschema")
 
-CODEX_VERSION = PINNED["@openai/codex"]
-DOCS = ROOT / "docs" / "coding-agents.md"
 
 DENY_WITHOUT_REASON = (
     "PreToolUse hook returned permissionDecision:deny without a non-empty permissionDecisionReason"
@@ -76,11 +74,7 @@ def _decision(output: dict[str, Any]) -> Any:
 @pytest.fixture(scope="module")
 def codex() -> Path:
     """The Codex binary the package runs (``bin/codex.js`` starts it)."""
-    package = installed("@openai/codex")
-    found = sorted(package.parent.glob("codex-*/vendor/*/bin/codex"))
-    if not found:
-        pytest.fail(f"@openai/codex@{CODEX_VERSION} installed no native binary for this platform")
-    return found[0]
+    return codex_binary()
 
 
 @cache
@@ -189,15 +183,6 @@ def test_every_answer_keeps_the_rules_codex_applies_beyond_its_schema(
         assert not broken, f"{event}: {broken} by {answer}"
 
 
-def _docs_hooks_json() -> dict[str, Any]:
-    text = DOCS.read_text()
-    section = text[text.index("\n## Codex") :]
-    block = re.search(r"```json\n(.*?)```", section, re.S)
-    assert block is not None
-    parsed: dict[str, Any] = json.loads(block.group(1))
-    return parsed
-
-
 def _codex_lists(codex: Path, home: Path, cwd: Path) -> dict[str, Any]:
     """What ``codex app-server`` answers ``hooks/list`` for ``cwd``, with ``home`` as
     ``CODEX_HOME``."""
@@ -241,7 +226,7 @@ def test_codex_reads_the_docs_hooks_json_as_written(codex: Path, tmp_path: Path)
     home, cwd = tmp_path / "codex-home", tmp_path / "repo"
     home.mkdir()
     cwd.mkdir()
-    written = _docs_hooks_json()
+    written = docs_hooks_json()
     (home / "hooks.json").write_text(json.dumps(written))
     listed = _codex_lists(codex, home, cwd)
     assert listed["errors"] == []
@@ -261,7 +246,7 @@ def test_codex_reads_the_docs_hooks_json_as_written(codex: Path, tmp_path: Path)
 def test_the_docs_hooks_json_registers_every_event_the_guard_needs() -> None:
     # Outcomes (PostToolUse) make a call "the same call with the same result"; PreCompact arms
     # the post-compaction guard; Stop releases the session.
-    assert set(_docs_hooks_json()["hooks"]) >= {"PreToolUse", "PostToolUse", "PreCompact", "Stop"}
+    assert set(docs_hooks_json()["hooks"]) >= {"PreToolUse", "PostToolUse", "PreCompact", "Stop"}
 
 
 def test_codex_reports_a_hooks_json_it_cannot_read(codex: Path, tmp_path: Path) -> None:

@@ -1,0 +1,227 @@
+"""``serve`` and the docs' ``hooks.json`` against the real Codex CLI, end to end.
+
+``codex exec`` runs as a user runs it, with the docs' ``hooks.json`` as written (only the URL is
+the test's service) in a temporary ``CODEX_HOME``, against a stand-in Responses API on loopback
+(``tests/clients/standin_responses.py``, a custom ``model_providers`` entry) that asks for the
+same shell command 25 times; the command appends a line to ``ran.txt``, so the lines are the runs.
+The docs' hook command, ``otel-loopguard hook codex --server URL``, finds on ``PATH`` a stand-in
+for the installed console script: it runs this tree's ``hook codex`` and notes each payload and
+the answer printed, which is the service's answer. Codex's sandbox (``-s workspace-write``) is
+on: the command writes only in its working directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .clients.codex import codex_binary, docs_hooks_json
+from .clients.standin_responses import StandInResponses, function_outputs
+from .serve_helpers import ROOT, serving
+
+pytest.importorskip("starlette")
+
+CALLS = 25
+CMD = "echo same | tee -a ran.txt"
+DOCS_URL = "http://127.0.0.1:8765"
+SHIM = """#!{python}
+# The installed ``otel-loopguard``: this tree's, each hook's payload and answer noted.
+import json, os, subprocess, sys
+
+payload = sys.stdin.buffer.read()
+done = subprocess.run(
+    [sys.executable, "-m", "otel_loopguard.cli.main", *sys.argv[1:]],
+    input=payload, capture_output=True, timeout=60,
+    env={{**os.environ, "PYTHONPATH": {root!r}}},
+)
+with open({log!r}, "a") as log:
+    log.write(json.dumps({{"payload": json.loads(payload), "stdout": done.stdout.decode(),
+                          "stderr": done.stderr.decode(), "status": done.returncode}}) + "\\n")
+sys.stdout.buffer.write(done.stdout)
+sys.stderr.buffer.write(done.stderr)
+sys.exit(done.returncode)
+"""
+
+
+def _codex_exec(codex: Path, work: Path, *args: str) -> dict[str, Any]:
+    """One ``codex exec`` of ``CALLS`` identical commands with the docs' ``hooks.json``, hooked to
+    a ``serve``: what the model was sent, what each hook answered, the runs, the outputs."""
+    home, repo, bin_dir = work / "codex-home", work / "repo", work / "bin"
+    for directory in (home, repo, bin_dir):
+        directory.mkdir()
+    log = work / "hooks.jsonl"
+    shim = bin_dir / "otel-loopguard"
+    shim.write_text(SHIM.format(python=sys.executable, root=str(ROOT), log=str(log)))
+    shim.chmod(0o755)
+    with serving() as service, StandInResponses(CMD, CALLS) as model:
+        written = json.dumps(docs_hooks_json())
+        assert DOCS_URL in written
+        (home / "hooks.json").write_text(written.replace(DOCS_URL, service.url))
+        provider = (
+            f'{{name="stand-in", base_url="{model.url}", wire_api="responses", '
+            'env_key="STANDIN_API_KEY"}'
+        )
+        done = subprocess.run(
+            [
+                str(codex),
+                "exec",
+                "--skip-git-repo-check",
+                "-s",
+                "workspace-write",
+                "-c",
+                'model_provider="standin"',
+                "-c",
+                f"model_providers.standin={provider}",
+                "-m",
+                "standin-model",
+                *args,
+                "Run the command.",
+            ],
+            cwd=repo,
+            env={
+                "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}",
+                "HOME": str(home),
+                "CODEX_HOME": str(home),
+                "STANDIN_API_KEY": "stand-in",
+            },
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        requests = list(model.requests)
+    assert done.returncode == 0, done.stderr[-2000:]
+    ran = repo / "ran.txt"
+    return {
+        "requests": requests,
+        "hooks": [json.loads(line) for line in log.read_text().splitlines()]
+        if log.exists()
+        else [],
+        "runs": len(ran.read_text().splitlines()) if ran.exists() else 0,
+        "stdout": done.stdout,
+        "stderr": done.stderr,
+        "service": service.stderr,
+    }
+
+
+@pytest.fixture(scope="module")
+def codex() -> Path:
+    return codex_binary()
+
+
+@pytest.fixture(scope="module")
+def untrusted(codex: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return _codex_exec(codex, tmp_path_factory.mktemp("codex-untrusted"))
+
+
+@pytest.fixture(scope="module")
+def bypassed(codex: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return _codex_exec(
+        codex, tmp_path_factory.mktemp("codex-bypassed"), "--dangerously-bypass-hook-trust"
+    )
+
+
+def _answers(session: dict[str, Any], event: str) -> list[dict[str, Any]]:
+    """What ``hook codex`` printed for each ``event`` (the service's answers), in order."""
+    return [
+        json.loads(hook["stdout"]) if hook["stdout"].strip() else {}
+        for hook in session["hooks"]
+        if hook["payload"]["hook_event_name"] == event
+    ]
+
+
+def _outputs(session: dict[str, Any]) -> list[str]:
+    """The tool results the model was sent last, in order."""
+    return [str(item["output"]) for item in function_outputs(session["requests"][-1])]
+
+
+def _warnings(session: dict[str, Any]) -> dict[str, str]:
+    """Each warning the model was sent as a message of its own, by the call it came with (the
+    function call just before it)."""
+    found: dict[str, str] = {}
+    last_call = None
+    for item in session["requests"][-1]["input"]:
+        if item.get("type") == "function_call":
+            last_call = item["call_id"]
+        elif item.get("type") == "message" and "[loopguard]" in json.dumps(item):
+            assert last_call is not None, item
+            found[last_call] = "".join(part.get("text", "") for part in item["content"])
+    return found
+
+
+def test_codex_exec_skips_the_untrusted_hooks_silently(untrusted: dict[str, Any]) -> None:
+    # Issue 44's finding: the docs' hooks.json as written, not trusted, is never run, and
+    # nothing says so: every call runs, and the service sees no hook call.
+    assert untrusted["hooks"] == []
+    assert untrusted["service"] == ""
+    assert untrusted["runs"] == CALLS
+    assert all(output.endswith("Output:\nsame\n") for output in _outputs(untrusted))
+    assert len(_outputs(untrusted)) == CALLS
+    assert "hook" not in untrusted["stderr"].lower()
+
+
+def test_codex_runs_the_docs_hooks_json_with_the_trust_bypassed(
+    bypassed: dict[str, Any],
+) -> None:
+    events = [hook["payload"]["hook_event_name"] for hook in bypassed["hooks"]]
+    # Every call is checked before it runs and its outcome reported after; a denied call
+    # never runs, so has no outcome; the turn's end is a Stop.
+    assert events.count("PreToolUse") == CALLS
+    assert events.count("PostToolUse") == 20
+    assert events[-1] == "Stop"
+    assert {hook["payload"].get("tool_name") for hook in bypassed["hooks"][:-1]} == {"Bash"}
+    assert all(hook["status"] == 0 and hook["stderr"] == "" for hook in bypassed["hooks"])
+
+
+def test_the_service_warns_at_the_11th_call_and_denies_from_the_21st(
+    bypassed: dict[str, Any],
+) -> None:
+    pre = _answers(bypassed, "PreToolUse")
+    assert pre[:10] == [{}] * 10
+    warned = [answer["hookSpecificOutput"].get("additionalContext", "") for answer in pre[10:20]]
+    assert warned == [
+        f"WARNING: Bash has been called {n} times with the same arguments. If it is not making "
+        "progress, stop repeating it and try something different. [loopguard]"
+        for n in range(10, 20)
+    ]
+    decisions = [answer["hookSpecificOutput"].get("permissionDecision") for answer in pre[10:]]
+    assert decisions == [None] * 10 + ["deny"] * 5
+    reasons = [answer["hookSpecificOutput"]["permissionDecisionReason"] for answer in pre[20:]]
+    assert reasons[0].startswith("CRITICAL: Bash was called 20 times")
+    assert "this call is blocked" in reasons[0]
+    assert all("the run is stopped" in reason for reason in reasons[1:])
+    assert _answers(bypassed, "PostToolUse") == [{}] * 20
+    assert _answers(bypassed, "Stop") == [{}]
+
+
+def test_the_model_gets_the_warning_from_the_11th_call(bypassed: dict[str, Any]) -> None:
+    # Codex puts a hook's additionalContext in a message of its own beside the call.
+    warnings = _warnings(bypassed)
+    assert sorted(warnings) == [f"call_standin_{n:03d}" for n in range(11, 21)]
+    counts = [
+        re.findall(r"WARNING: Bash has been called (\d+) times", warnings[call])
+        for call in sorted(warnings)
+    ]
+    assert counts == [[str(n)] for n in range(10, 20)]
+
+
+def test_the_21st_call_is_denied_and_never_runs(bypassed: dict[str, Any]) -> None:
+    outputs = _outputs(bypassed)
+    assert len(outputs) == CALLS
+    assert all(output.endswith("Output:\nsame\n") for output in outputs[:20])
+    blocked = "Command blocked by PreToolUse hook: CRITICAL: Bash was called"
+    assert all(output.startswith(blocked) for output in outputs[20:])
+    assert "this call is blocked" in outputs[20]
+    assert all("the run is stopped" in output for output in outputs[21:])
+    # The command ran 20 times: the 21st to the 25th never ran.
+    assert bypassed["runs"] == 20
+    # The service's own record of the verdicts (its log lines), one of each.
+    logged = bypassed["service"].splitlines()
+    assert [line.split(":", 1)[0] for line in logged] == ["WARNING", "CRITICAL", "CRITICAL"]
