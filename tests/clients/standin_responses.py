@@ -59,7 +59,7 @@ class StandInResponses:
                     "output_tokens_details": {"reasoning_tokens": 0},
                     "total_tokens": 20,
                 }
-                events = [
+                events: list[dict[str, Any]] = [
                     {"type": "response.created", "response": {**response, "status": "in_progress"}},
                     {"type": "response.output_item.done", "output_index": 0, "item": item},
                     {
