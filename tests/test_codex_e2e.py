@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from .clients.codex import codex_binary, docs_hooks_json
+from .clients.codex import codex_binary, docs_hooks_json, hooks_listed
 from .clients.standin_responses import StandInResponses, function_outputs
 from .serve_helpers import ROOT, serving
 
@@ -50,9 +50,28 @@ sys.exit(done.returncode)
 """
 
 
-def _codex_exec(codex: Path, work: Path, *args: str) -> dict[str, Any]:
+def _record_trust(codex: Path, home: Path, cwd: Path) -> None:
+    """Trust every hook Codex lists, as Codex records it (what *Trust all and continue* and
+    ``/hooks`` save): ``[hooks.state."<key>"] trusted_hash = "<currentHash>"`` in
+    ``config.toml``, each key and hash as Codex's own ``hooks/list`` gives them."""
+    listed = hooks_listed(codex, home, cwd)
+    assert listed["hooks"]
+    assert listed["errors"] == []
+    (home / "config.toml").write_text(
+        "".join(
+            f"[hooks.state.{json.dumps(hook['key'])}]\n"
+            f"trusted_hash = {json.dumps(hook['currentHash'])}\n\n"
+            for hook in listed["hooks"]
+        )
+    )
+
+
+def _codex_exec(codex: Path, work: Path, *args: str, trust: str = "none") -> dict[str, Any]:
     """One ``codex exec`` of ``CALLS`` identical commands with the docs' ``hooks.json``, hooked to
-    a ``serve``: what the model was sent, what each hook answered, the runs, the outputs."""
+    a ``serve``: what the model was sent, what each hook answered, the runs, the outputs, and
+    the hooks' trust as Codex listed it before the run. ``trust``: ``"none"``; ``"recorded"``
+    (the hooks trusted as they are run); ``"edited"`` (the docs' file trusted as written, then
+    edited to the test's URL)."""
     home, repo, bin_dir = work / "codex-home", work / "repo", work / "bin"
     for directory in (home, repo, bin_dir):
         directory.mkdir()
@@ -63,7 +82,13 @@ def _codex_exec(codex: Path, work: Path, *args: str) -> dict[str, Any]:
     with serving() as service, StandInResponses(CMD, CALLS) as model:
         written = json.dumps(docs_hooks_json())
         assert DOCS_URL in written
+        if trust == "edited":
+            (home / "hooks.json").write_text(written)
+            _record_trust(codex, home, repo)
         (home / "hooks.json").write_text(written.replace(DOCS_URL, service.url))
+        if trust == "recorded":
+            _record_trust(codex, home, repo)
+        statuses = [hook["trustStatus"] for hook in hooks_listed(codex, home, repo)["hooks"]]
         provider = (
             f'{{name="stand-in", base_url="{model.url}", wire_api="responses", '
             'env_key="STANDIN_API_KEY"}'
@@ -108,6 +133,7 @@ def _codex_exec(codex: Path, work: Path, *args: str) -> dict[str, Any]:
         "stdout": done.stdout,
         "stderr": done.stderr,
         "service": service.stderr,
+        "trust": statuses,
     }
 
 
@@ -122,10 +148,23 @@ def untrusted(codex: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str
 
 
 @pytest.fixture(scope="module")
-def bypassed(codex: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return _codex_exec(
-        codex, tmp_path_factory.mktemp("codex-bypassed"), "--dangerously-bypass-hook-trust"
-    )
+def edited(codex: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return _codex_exec(codex, tmp_path_factory.mktemp("codex-edited"), trust="edited")
+
+
+@pytest.fixture(scope="module", params=["trust-bypassed", "trust-recorded"])
+def guarded(
+    codex: Path, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> dict[str, Any]:
+    """The hooks run: for automation that vets its hook files, ``--dangerously-bypass-hook-trust``
+    (as the docs say); for a user, the trust recorded once (as an interactive ``codex`` records
+    it)."""
+    work = tmp_path_factory.mktemp(f"codex-{request.param}")
+    if request.param == "trust-bypassed":
+        return _codex_exec(codex, work, "--dangerously-bypass-hook-trust")
+    session = _codex_exec(codex, work, trust="recorded")
+    assert session["trust"] == ["trusted"] * 4
+    return session
 
 
 def _answers(session: dict[str, Any], event: str) -> list[dict[str, Any]]:
@@ -159,6 +198,7 @@ def _warnings(session: dict[str, Any]) -> dict[str, str]:
 def test_codex_exec_skips_the_untrusted_hooks_silently(untrusted: dict[str, Any]) -> None:
     # Issue 44's finding: the docs' hooks.json as written, not trusted, is never run, and
     # nothing says so: every call runs, and the service sees no hook call.
+    assert untrusted["trust"] == ["untrusted"] * 4
     assert untrusted["hooks"] == []
     assert untrusted["service"] == ""
     assert untrusted["runs"] == CALLS
@@ -167,23 +207,32 @@ def test_codex_exec_skips_the_untrusted_hooks_silently(untrusted: dict[str, Any]
     assert "hook" not in untrusted["stderr"].lower()
 
 
-def test_codex_runs_the_docs_hooks_json_with_the_trust_bypassed(
-    bypassed: dict[str, Any],
+def test_an_edited_hook_is_untrusted_again_and_skipped(edited: dict[str, Any]) -> None:
+    # As the docs say: trust is given to a hook as it is; the docs' file trusted as written,
+    # then its URL edited, is "modified" to Codex, and codex exec runs none of it.
+    assert edited["trust"] == ["modified"] * 4
+    assert edited["hooks"] == []
+    assert edited["service"] == ""
+    assert edited["runs"] == CALLS
+
+
+def test_codex_runs_every_hook_of_the_docs_hooks_json_once_trusted(
+    guarded: dict[str, Any],
 ) -> None:
-    events = [hook["payload"]["hook_event_name"] for hook in bypassed["hooks"]]
+    events = [hook["payload"]["hook_event_name"] for hook in guarded["hooks"]]
     # Every call is checked before it runs and its outcome reported after; a denied call
     # never runs, so has no outcome; the turn's end is a Stop.
     assert events.count("PreToolUse") == CALLS
     assert events.count("PostToolUse") == 20
     assert events[-1] == "Stop"
-    assert {hook["payload"].get("tool_name") for hook in bypassed["hooks"][:-1]} == {"Bash"}
-    assert all(hook["status"] == 0 and hook["stderr"] == "" for hook in bypassed["hooks"])
+    assert {hook["payload"].get("tool_name") for hook in guarded["hooks"][:-1]} == {"Bash"}
+    assert all(hook["status"] == 0 and hook["stderr"] == "" for hook in guarded["hooks"])
 
 
 def test_the_service_warns_at_the_11th_call_and_denies_from_the_21st(
-    bypassed: dict[str, Any],
+    guarded: dict[str, Any],
 ) -> None:
-    pre = _answers(bypassed, "PreToolUse")
+    pre = _answers(guarded, "PreToolUse")
     assert pre[:10] == [{}] * 10
     warned = [answer["hookSpecificOutput"].get("additionalContext", "") for answer in pre[10:20]]
     assert warned == [
@@ -197,13 +246,13 @@ def test_the_service_warns_at_the_11th_call_and_denies_from_the_21st(
     assert reasons[0].startswith("CRITICAL: Bash was called 20 times")
     assert "this call is blocked" in reasons[0]
     assert all("the run is stopped" in reason for reason in reasons[1:])
-    assert _answers(bypassed, "PostToolUse") == [{}] * 20
-    assert _answers(bypassed, "Stop") == [{}]
+    assert _answers(guarded, "PostToolUse") == [{}] * 20
+    assert _answers(guarded, "Stop") == [{}]
 
 
-def test_the_model_gets_the_warning_from_the_11th_call(bypassed: dict[str, Any]) -> None:
+def test_the_model_gets_the_warning_from_the_11th_call(guarded: dict[str, Any]) -> None:
     # Codex puts a hook's additionalContext in a message of its own beside the call.
-    warnings = _warnings(bypassed)
+    warnings = _warnings(guarded)
     assert sorted(warnings) == [f"call_standin_{n:03d}" for n in range(11, 21)]
     counts = [
         re.findall(r"WARNING: Bash has been called (\d+) times", warnings[call])
@@ -212,8 +261,8 @@ def test_the_model_gets_the_warning_from_the_11th_call(bypassed: dict[str, Any])
     assert counts == [[str(n)] for n in range(10, 20)]
 
 
-def test_the_21st_call_is_denied_and_never_runs(bypassed: dict[str, Any]) -> None:
-    outputs = _outputs(bypassed)
+def test_the_21st_call_is_denied_and_never_runs(guarded: dict[str, Any]) -> None:
+    outputs = _outputs(guarded)
     assert len(outputs) == CALLS
     assert all(output.endswith("Output:\nsame\n") for output in outputs[:20])
     blocked = "Command blocked by PreToolUse hook: CRITICAL: Bash was called"
@@ -221,7 +270,7 @@ def test_the_21st_call_is_denied_and_never_runs(bypassed: dict[str, Any]) -> Non
     assert "this call is blocked" in outputs[20]
     assert all("the run is stopped" in output for output in outputs[21:])
     # The command ran 20 times: the 21st to the 25th never ran.
-    assert bypassed["runs"] == 20
+    assert guarded["runs"] == 20
     # The service's own record of the verdicts (its log lines), one of each.
-    logged = bypassed["service"].splitlines()
+    logged = guarded["service"].splitlines()
     assert [line.split(":", 1)[0] for line in logged] == ["WARNING", "CRITICAL", "CRITICAL"]
