@@ -7,7 +7,8 @@ same shell command 25 times; the command appends a line to ``ran.txt``, so the l
 The docs' hook command, ``otel-loopguard hook codex --server URL``, finds on ``PATH`` a stand-in
 for the installed console script: it runs this tree's ``hook codex`` and notes each payload and
 the answer printed, which is the service's answer. Codex's sandbox (``-s workspace-write``) is
-on: the command writes only in its working directory.
+on: the command writes only in its working directory. Nothing is reached beyond loopback
+(``OFFLINE``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from .clients.codex import codex_binary, docs_hooks_json, hooks_listed
+from .clients.codex import OFFLINE, codex_binary, docs_hooks_json, hooks_listed
 from .clients.standin_responses import StandInResponses, function_outputs
 from .serve_helpers import ROOT, serving
 
@@ -98,6 +99,7 @@ def _codex_exec(codex: Path, work: Path, *args: str, trust: str = "none") -> dic
                 str(codex),
                 "exec",
                 "--skip-git-repo-check",
+                *OFFLINE,
                 "-s",
                 "workspace-write",
                 "-c",

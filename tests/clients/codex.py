@@ -12,6 +12,10 @@ from typing import Any
 
 from .npm import PINNED, installed
 
+OFFLINE = ("--disable", "plugins")
+"""Codex's options for a run that reaches nothing beyond loopback: with plugins on, Codex 0.171
+looks up ``github.com`` as it starts (its plugin marketplace); with them off, it makes no DNS
+query at all (``strace -f -e trace=connect``)."""
 LIST_TIMEOUT_S = 60
 """How long ``codex app-server`` may take to answer ``hooks/list``."""
 DOCS = Path(__file__).resolve().parent.parent.parent / "docs" / "coding-agents.md"
@@ -55,7 +59,7 @@ def hooks_listed(codex: Path, home: Path, cwd: Path) -> dict[str, Any]:
         {"jsonrpc": "2.0", "id": 2, "method": "hooks/list", "params": {"cwds": [str(cwd)]}},
     ]
     process = subprocess.Popen(
-        [str(codex), "app-server"],
+        [str(codex), "app-server", *OFFLINE],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
