@@ -67,12 +67,19 @@ def _record_trust(codex: Path, home: Path, cwd: Path) -> None:
     )
 
 
-def _codex_exec(codex: Path, work: Path, *args: str, trust: str = "none") -> dict[str, Any]:
-    """One ``codex exec`` of ``CALLS`` identical commands with the docs' ``hooks.json``, hooked to
-    a ``serve``: what the model was sent, what each hook answered, the runs, the outputs, and
-    the hooks' trust as Codex listed it before the run. ``trust``: ``"none"``; ``"recorded"``
-    (the hooks trusted as they are run); ``"edited"`` (the docs' file trusted as written, then
-    edited to the test's URL)."""
+def _codex_exec(
+    codex: Path,
+    work: Path,
+    *args: str,
+    trust: str = "none",
+    calls: int = CALLS,
+    hooks: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """One ``codex exec`` of ``calls`` identical commands with the docs' ``hooks.json`` (or
+    ``hooks``), hooked to a ``serve``: what the model was sent, what each hook answered, the
+    runs, the outputs, and the hooks' trust as Codex listed it before the run. ``trust``:
+    ``"none"``; ``"recorded"`` (the hooks trusted as they are run); ``"edited"`` (the docs'
+    file trusted as written, then edited to the test's URL)."""
     home, repo, bin_dir = work / "codex-home", work / "repo", work / "bin"
     for directory in (home, repo, bin_dir):
         directory.mkdir()
@@ -80,9 +87,9 @@ def _codex_exec(codex: Path, work: Path, *args: str, trust: str = "none") -> dic
     shim = bin_dir / "otel-loopguard"
     shim.write_text(SHIM.format(python=sys.executable, root=str(ROOT), log=str(log)))
     shim.chmod(0o755)
-    with serving() as service, StandInResponses(CMD, CALLS) as model:
-        written = json.dumps(docs_hooks_json())
-        assert DOCS_URL in written
+    with serving() as service, StandInResponses(CMD, calls) as model:
+        written = json.dumps(docs_hooks_json() if hooks is None else hooks)
+        assert hooks is not None or DOCS_URL in written
         if trust == "edited":
             (home / "hooks.json").write_text(written)
             _record_trust(codex, home, repo)
@@ -276,3 +283,33 @@ def test_the_21st_call_is_denied_and_never_runs(guarded: dict[str, Any]) -> None
     # The service's own record of the verdicts (its log lines), one of each.
     logged = guarded["service"].splitlines()
     assert [line.split(":", 1)[0] for line in logged] == ["WARNING", "CRITICAL", "CRITICAL"]
+
+
+ASK = {
+    "hookSpecificOutput": {
+        "hookEventName": "PreToolUse",
+        "permissionDecision": "ask",
+        "permissionDecisionReason": "asked by the test",
+    }
+}
+
+
+def test_codex_runs_a_call_its_hook_answers_ask(codex: Path, tmp_path: Path) -> None:
+    """Why ``hook codex`` never answers ``ask`` (``--block-as`` has no effect on Codex): Codex
+    rejects it (the hook "Failed"; its binary's reason is "unsupported permissionDecision:ask")
+    and runs the call."""
+    hook = tmp_path / "ask.py"
+    hook.write_text(f"import sys\nsys.stdin.read()\nprint({json.dumps(json.dumps(ASK))})\n")
+    command = {"type": "command", "command": f"{sys.executable} {hook}"}
+    work = tmp_path / "run"
+    work.mkdir()
+    session = _codex_exec(
+        codex,
+        work,
+        "--dangerously-bypass-hook-trust",
+        calls=1,
+        hooks={"hooks": {"PreToolUse": [{"hooks": [command]}]}},
+    )
+    assert "hook: PreToolUse Failed" in session["stderr"]
+    assert session["runs"] == 1
+    assert _outputs(session)[0].endswith("Output:\nsame\n")
