@@ -52,9 +52,11 @@ sys.exit(done.returncode)
 
 
 def _record_trust(codex: Path, home: Path, cwd: Path) -> None:
-    """Trust every hook Codex lists, as Codex records it (what *Trust all and continue* and
-    ``/hooks`` save): ``[hooks.state."<key>"] trusted_hash = "<currentHash>"`` in
-    ``config.toml``, each key and hash as Codex's own ``hooks/list`` gives them."""
+    """Trust every hook Codex lists where Codex reads a hook's trust:
+    ``[hooks.state."<key>"] trusted_hash = "<currentHash>"`` in ``config.toml`` (the keys the
+    binary reads, ``hooks.state`` and ``trusted_hash``), each key and hash as Codex's own
+    ``hooks/list`` gives them. Codex then lists the hooks ``trusted`` (checked by the caller);
+    the interactive prompt that records trust is not driven here."""
     listed = hooks_listed(codex, home, cwd)
     assert listed["hooks"]
     assert listed["errors"] == []
@@ -166,8 +168,8 @@ def guarded(
     codex: Path, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> dict[str, Any]:
     """The hooks run: for automation that vets its hook files, ``--dangerously-bypass-hook-trust``
-    (as the docs say); for a user, the trust recorded once (as an interactive ``codex`` records
-    it)."""
+    (as the docs say); for a user, the trust recorded once in ``config.toml``, where Codex
+    reads it."""
     work = tmp_path_factory.mktemp(f"codex-{request.param}")
     if request.param == "trust-bypassed":
         return _codex_exec(codex, work, "--dangerously-bypass-hook-trust")
