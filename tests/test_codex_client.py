@@ -11,7 +11,6 @@ binary by the message it gives when a hook breaks it, and the ``hooks.json`` it 
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import uuid
@@ -21,15 +20,13 @@ from typing import Any
 
 import pytest
 
-from .clients.npm import PINNED, installed
-from .serve_helpers import ROOT, command, environment, serving
+from .clients.codex import codex_binary, docs_hooks_json, hooks_listed
+from .serve_helpers import command, environment, serving
 from .test_codex_hook import codex_payload
 
 pytest.importorskip("starlette")
 jsonschema = pytest.importorskip("jsonschema")
 
-CODEX_VERSION = PINNED["@openai/codex"]
-DOCS = ROOT / "docs" / "coding-agents.md"
 
 DENY_WITHOUT_REASON = (
     "PreToolUse hook returned permissionDecision:deny without a non-empty permissionDecisionReason"
@@ -76,11 +73,7 @@ def _decision(output: dict[str, Any]) -> Any:
 @pytest.fixture(scope="module")
 def codex() -> Path:
     """The Codex binary the package runs (``bin/codex.js`` starts it)."""
-    package = installed("@openai/codex")
-    found = sorted(package.parent.glob("codex-*/vendor/*/bin/codex"))
-    if not found:
-        pytest.fail(f"@openai/codex@{CODEX_VERSION} installed no native binary for this platform")
-    return found[0]
+    return codex_binary()
 
 
 @cache
@@ -189,61 +182,13 @@ def test_every_answer_keeps_the_rules_codex_applies_beyond_its_schema(
         assert not broken, f"{event}: {broken} by {answer}"
 
 
-def _docs_hooks_json() -> dict[str, Any]:
-    text = DOCS.read_text()
-    section = text[text.index("\n## Codex") :]
-    block = re.search(r"```json\n(.*?)```", section, re.S)
-    assert block is not None
-    parsed: dict[str, Any] = json.loads(block.group(1))
-    return parsed
-
-
-def _codex_lists(codex: Path, home: Path, cwd: Path) -> dict[str, Any]:
-    """What ``codex app-server`` answers ``hooks/list`` for ``cwd``, with ``home`` as
-    ``CODEX_HOME``."""
-    requests = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {"clientInfo": {"name": "otel-loopguard-tests", "version": "1"}},
-        },
-        {"jsonrpc": "2.0", "method": "initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "hooks/list", "params": {"cwds": [str(cwd)]}},
-    ]
-    process = subprocess.Popen(
-        [str(codex), "app-server"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env={**os.environ, "CODEX_HOME": str(home), "HOME": str(home)},
-        cwd=cwd,
-    )
-    assert process.stdin is not None
-    assert process.stdout is not None
-    try:
-        for request in requests:
-            process.stdin.write(json.dumps(request).encode() + b"\n")
-        process.stdin.flush()
-        for line in process.stdout:
-            message = json.loads(line)
-            if message.get("id") == 2:
-                assert "result" in message, message
-                listed: dict[str, Any] = message["result"]["data"][0]
-                return listed
-        raise AssertionError("codex app-server ended without answering hooks/list")
-    finally:
-        process.kill()
-        process.wait(timeout=30)
-
-
 def test_codex_reads_the_docs_hooks_json_as_written(codex: Path, tmp_path: Path) -> None:
     home, cwd = tmp_path / "codex-home", tmp_path / "repo"
     home.mkdir()
     cwd.mkdir()
-    written = _docs_hooks_json()
+    written = docs_hooks_json()
     (home / "hooks.json").write_text(json.dumps(written))
-    listed = _codex_lists(codex, home, cwd)
+    listed = hooks_listed(codex, home, cwd)
     assert listed["errors"] == []
     assert listed["warnings"] == []
     hooks = {hook["eventName"]: hook for hook in listed["hooks"]}
@@ -261,7 +206,7 @@ def test_codex_reads_the_docs_hooks_json_as_written(codex: Path, tmp_path: Path)
 def test_the_docs_hooks_json_registers_every_event_the_guard_needs() -> None:
     # Outcomes (PostToolUse) make a call "the same call with the same result"; PreCompact arms
     # the post-compaction guard; Stop releases the session.
-    assert set(_docs_hooks_json()["hooks"]) >= {"PreToolUse", "PostToolUse", "PreCompact", "Stop"}
+    assert set(docs_hooks_json()["hooks"]) >= {"PreToolUse", "PostToolUse", "PreCompact", "Stop"}
 
 
 def test_codex_reports_a_hooks_json_it_cannot_read(codex: Path, tmp_path: Path) -> None:
@@ -272,5 +217,5 @@ def test_codex_reports_a_hooks_json_it_cannot_read(codex: Path, tmp_path: Path) 
     (home / "hooks.json").write_text(
         json.dumps({"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": 5}]}]}})
     )
-    listed = _codex_lists(codex, home, cwd)
+    listed = hooks_listed(codex, home, cwd)
     assert listed["errors"] or listed["warnings"] or not listed["hooks"]
