@@ -11,10 +11,10 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, aclosing, asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import anyio.abc
@@ -91,45 +91,10 @@ async def stdio_link(
     name = os.path.basename(command[0])
 
     async def reader() -> None:
-        assert process.stdout is not None
-        buffer = bytearray()
-        skipped = 0
         try:
-            while True:
-                try:
-                    chunk = await process.stdout.receive(_CHUNK)
-                except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-                    break
-                # Only the new bytes are searched: a long line costs its length, not its square.
-                searched = len(buffer)
-                buffer += chunk
-                oversized = False
-                while (end := buffer.find(b"\n", searched)) >= 0:
-                    searched = 0
-                    if end > limit:
-                        oversized = True
-                        break
-                    line = bytes(buffer[:end])
-                    del buffer[: end + 1]
-                    message = _message(line)
-                    if message is None:
-                        skipped += 1
-                        if skipped == 1 or skipped % 1000 == 0:
-                            _logger.warning(
-                                "mcp-proxy: %s wrote a line to stdout that is no JSON-RPC "
-                                "message (%d bytes; %d so far); skipped",
-                                name,
-                                len(line),
-                                skipped,
-                            )
-                        continue
+            async with aclosing(_messages(process, link, name, limit, _message)) as messages:
+                async for message in messages:
                     await to_session.send(message)
-                if oversized or len(buffer) > limit:
-                    link.end(f"the MCP server {name} sent a message over {limit} bytes")
-                    return
-            with anyio.CancelScope(shield=True):
-                code = await _exit_status(process)
-            link.end(f"the MCP server {name} exited" + (f" (status {code})" if code else ""))
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             link.end(f"the connection to the MCP server {name} closed")
         finally:
@@ -180,15 +145,30 @@ def _raw_link(process: anyio.abc.Process, name: str, limit: int) -> Link:
     writer = _LineWriter(process, name)
     link = Link(None, writer, raw=True)
     writer.link = link
-    link.read = _raw_messages(process, link, name, limit)
+    link.read = _messages(process, link, name, limit, _raw_or_model)
     return link
 
 
-async def _raw_messages(
-    process: anyio.abc.Process, link: Link, name: str, limit: int
-) -> AsyncIterator[Raw | SessionMessage]:
-    """The server's messages as they came (see :func:`stdio_link`'s reader, whose bounds
-    these are): a line MCP's models would read otherwise goes their way."""
+_M = TypeVar("_M", Raw | SessionMessage, SessionMessage)
+"""What a stdout line is read as: a message-level relay's, or MCP's ``ClientSession``'s."""
+
+
+def _raw_or_model(line: bytes) -> Raw | SessionMessage | None:
+    """A line as it came where MCP's models would read it unchanged, else as they read it."""
+    return parse(line) or _message(line)
+
+
+async def _messages(
+    process: anyio.abc.Process,
+    link: Link,
+    name: str,
+    limit: int,
+    read: Callable[[bytes], _M | None],
+) -> AsyncGenerator[_M, None]:
+    """The server's stdout, one message a line (``read``; a line it reads as none is skipped,
+    and logged), each line at most ``limit`` bytes: past it, or when the server exits, ``link``
+    ends saying so. Only the new bytes of a chunk are searched for a line's end: a long line
+    costs its length, not its square."""
     assert process.stdout is not None
     buffer = bytearray()
     skipped = 0
@@ -206,7 +186,7 @@ async def _raw_messages(
                     return
                 line = bytes(buffer[start:end])
                 start = searched = end + 1
-                message = parse(line) or _message(line)
+                message = read(line)
                 if message is None:
                     skipped += 1
                     if skipped == 1 or skipped % 1000 == 0:
