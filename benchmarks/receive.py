@@ -47,13 +47,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from opentelemetry import trace  # noqa: E402
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans  # noqa: E402
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider  # noqa: E402
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
@@ -88,6 +89,45 @@ WIDE = {
 """Attributes no reader looks at (``--wide``)."""
 
 
+def _agent(
+    tracer: trace.Tracer,
+    number: int,
+    steps: int,
+    tool_calls: Callable[[int], list[tuple[str, str]]],
+    extra: Mapping[str, object],
+) -> None:
+    """One agent's run: per step a model call, then its tool calls (``tool_calls(step)``: each
+    one's path and result), under an ``invoke_agent`` span."""
+    with tracer.start_as_current_span(
+        "invoke_agent coder",
+        attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "coder", **extra},
+    ):
+        for step in range(steps):
+            with tracer.start_as_current_span(
+                "chat gpt-x",
+                attributes={
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.request.model": "gpt-x",
+                    "gen_ai.usage.input_tokens": 1000 + step,
+                    "gen_ai.usage.output_tokens": 50,
+                    **extra,
+                },
+            ):
+                pass
+            for call, (path, text) in enumerate(tool_calls(step)):
+                with tracer.start_as_current_span(
+                    "execute_tool read_file",
+                    attributes={
+                        "gen_ai.operation.name": "execute_tool",
+                        "gen_ai.tool.name": "read_file",
+                        "gen_ai.tool.call.id": f"call_{number}_{step}_{call}",
+                        "gen_ai.tool.call.arguments": json.dumps({"path": path}),
+                        **extra,
+                    },
+                ) as span:
+                    span.set_attribute("gen_ai.tool.call.result", text)
+
+
 def workload(agents: int, seed: int = 7, wide: bool = False) -> list[ReadableSpan]:
     """The agents' spans, as they end."""
     extra = WIDE if wide else {}
@@ -97,42 +137,19 @@ def workload(agents: int, seed: int = 7, wide: bool = False) -> list[ReadableSpa
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     tracer = provider.get_tracer("agent")
     result = "x" * 200
+
+    def looping(step: int) -> list[tuple[str, str]]:
+        return [("a.txt", result) for _ in range(1 + rng.randrange(2))]
+
+    def working(step: int) -> list[tuple[str, str]]:
+        calls = []
+        for call in range(1 + rng.randrange(2)):
+            path = f"f{step}-{call}-{rng.randrange(10**6)}.py"
+            calls.append((path, f"{path}:{rng.random()}{result}"))
+        return calls
+
     for number in range(agents):
-        looping = number % 10 == 0
-        with tracer.start_as_current_span(
-            "invoke_agent coder",
-            attributes={
-                "gen_ai.operation.name": "invoke_agent",
-                "gen_ai.agent.name": "coder",
-                **extra,
-            },
-        ):
-            for step in range(20):
-                with tracer.start_as_current_span(
-                    "chat gpt-x",
-                    attributes={
-                        "gen_ai.operation.name": "chat",
-                        "gen_ai.request.model": "gpt-x",
-                        "gen_ai.usage.input_tokens": 1000 + step,
-                        "gen_ai.usage.output_tokens": 50,
-                        **extra,
-                    },
-                ):
-                    pass
-                for call in range(1 + rng.randrange(2)):
-                    path = "a.txt" if looping else f"f{step}-{call}-{rng.randrange(10**6)}.py"
-                    with tracer.start_as_current_span(
-                        "execute_tool read_file",
-                        attributes={
-                            "gen_ai.operation.name": "execute_tool",
-                            "gen_ai.tool.name": "read_file",
-                            "gen_ai.tool.call.id": f"call_{number}_{step}_{call}",
-                            "gen_ai.tool.call.arguments": json.dumps({"path": path}),
-                            **extra,
-                        },
-                    ) as span:
-                        text = result if looping else f"{path}:{rng.random()}{result}"
-                        span.set_attribute("gen_ai.tool.call.result", text)
+        _agent(tracer, number, 20, looping if number % 10 == 0 else working, extra)
     provider.shutdown()
     return list(exporter.get_finished_spans())
 
@@ -179,32 +196,7 @@ def looping_agents(agents: int, calls: int) -> list[list[bytes]]:
     runs: list[list[bytes]] = []
     for number in range(agents):
         exporter.clear()
-        with tracer.start_as_current_span(
-            "invoke_agent coder",
-            attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "coder"},
-        ):
-            for step in range(calls):
-                with tracer.start_as_current_span(
-                    "chat gpt-x",
-                    attributes={
-                        "gen_ai.operation.name": "chat",
-                        "gen_ai.request.model": "gpt-x",
-                        "gen_ai.usage.input_tokens": 1000 + step,
-                        "gen_ai.usage.output_tokens": 50,
-                    },
-                ):
-                    pass
-                with tracer.start_as_current_span(
-                    "execute_tool read_file",
-                    attributes={
-                        "gen_ai.operation.name": "execute_tool",
-                        "gen_ai.tool.name": "read_file",
-                        "gen_ai.tool.call.id": f"call_{number}_{step}",
-                        "gen_ai.tool.call.arguments": json.dumps({"path": "a.txt"}),
-                        "gen_ai.tool.call.result": "x" * 200,
-                    },
-                ):
-                    pass
+        _agent(tracer, number, calls, lambda step: [("a.txt", "x" * 200)], {})
         runs.append(bodies(list(exporter.get_finished_spans()), batch=1))
     provider.shutdown()
     return runs
