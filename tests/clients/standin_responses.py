@@ -10,80 +10,47 @@ conversation in ``input`` (``store: false``), answered as server-sent events. It
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from .standin import StandIn, send_events, send_json
 
 TOOL = "exec_command"
 
 
-class StandInResponses:
+class StandInResponses(StandIn):
     """``with StandInResponses(cmd, calls) as model``: ``model.url`` for a provider's
     ``base_url``; ``model.requests`` the bodies of the turn's requests (with tools)."""
 
     def __init__(self, cmd: str, calls: int) -> None:
+        super().__init__("/v1")
         self.cmd, self.calls = cmd, calls
-        self.requests: list[dict[str, Any]] = []
-        self._lock = threading.Lock()  # guards self.requests (one thread per connection)
-        model = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
+    def not_found(self, path: str) -> object:
+        return {"error": {"message": f"stand-in: no {path}"}}
 
-            def do_POST(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
-                if self.path.rstrip("/") != "/v1/responses":
-                    self._json(404, {"error": {"message": f"stand-in: no {self.path}"}})
-                    return
-                self._answer(model._reply(body))
-
-            def do_GET(self) -> None:
-                self._json(404, {"error": {"message": f"stand-in: no {self.path}"}})
-
-            def _json(self, status: int, body: object) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def _answer(self, item: dict[str, Any]) -> None:
-                response = {"id": f"resp_{item['id']}", "object": "response", "model": "standin"}
-                usage = {
-                    "input_tokens": 10,
-                    "input_tokens_details": {"cached_tokens": 0},
-                    "output_tokens": 10,
-                    "output_tokens_details": {"reasoning_tokens": 0},
-                    "total_tokens": 20,
-                }
-                events: list[dict[str, Any]] = [
-                    {"type": "response.created", "response": {**response, "status": "in_progress"}},
-                    {"type": "response.output_item.done", "output_index": 0, "item": item},
-                    {
-                        "type": "response.completed",
-                        "response": {
-                            **response,
-                            "status": "completed",
-                            "output": [item],
-                            "usage": usage,
-                        },
-                    },
-                ]
-                data = b"".join(
-                    f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
-                    for event in events
-                )
-                self.send_response(200)
-                self.send_header("content-type", "text/event-stream")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+    def post(self, handler: BaseHTTPRequestHandler, path: str, body: dict[str, Any]) -> None:
+        if path.rstrip("/") != "/v1/responses":
+            send_json(handler, 404, self.not_found(path))
+            return
+        item = self._reply(body)
+        response = {"id": f"resp_{item['id']}", "object": "response", "model": "standin"}
+        usage = {
+            "input_tokens": 10,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": 10,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": 20,
+        }
+        events: list[dict[str, Any]] = [
+            {"type": "response.created", "response": {**response, "status": "in_progress"}},
+            {"type": "response.output_item.done", "output_index": 0, "item": item},
+            {
+                "type": "response.completed",
+                "response": {**response, "status": "completed", "output": [item], "usage": usage},
+            },
+        ]
+        send_events(handler, [(event["type"], event) for event in events])
 
     def _reply(self, body: dict[str, Any]) -> dict[str, Any]:
         if not body.get("tools"):
@@ -102,14 +69,6 @@ class StandInResponses:
             "arguments": json.dumps({"cmd": self.cmd}),
             "status": "completed",
         }
-
-    def __enter__(self) -> StandInResponses:
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
 
 
 def _message(name: str, text: str) -> dict[str, Any]:
