@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +21,7 @@ import anyio
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
+from .clients.npm import installed
 from .mcp_proxy.rig import PROXY, ROOT, UPSTREAM, environment, listening, ran, stdio_proxy
 from .otlp_receiver import OtlpReceiver
 from .redis_server import RedisServer, free_port
@@ -272,36 +272,8 @@ TS_SDK_VERSION = "1.32.2"
 
 
 def _ts_sdk() -> Path:
-    """The SDK's directory, installed once into a cache directory."""
-    if shutil.which("node") is None or shutil.which("npm") is None:
-        if os.environ.get("CI"):
-            pytest.fail("node and npm are needed for the TypeScript client test (.ci/run)")
-        pytest.skip("node and npm are not installed (CI installs them)")
-    root = Path(
-        os.environ.get("OTEL_LOOPGUARD_MCP_SDK_DIR")
-        or Path.home() / ".cache" / "otel-loopguard" / f"mcp-sdk-{TS_SDK_VERSION}"
-    )
-    package = root / "node_modules" / "@modelcontextprotocol" / "sdk"
-    manifest = package / "package.json"
-    if not (manifest.exists() and json.loads(manifest.read_text())["version"] == TS_SDK_VERSION):
-        root.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            [
-                str(shutil.which("npm")),
-                "install",
-                "--ignore-scripts",
-                "--no-audit",
-                "--no-fund",
-                "--loglevel=error",
-                "--prefix",
-                str(root),
-                f"@modelcontextprotocol/sdk@{TS_SDK_VERSION}",
-            ],
-            check=True,
-            capture_output=True,
-            timeout=900,
-        )
-    return package
+    """The SDK's directory, installed once into the clients' cache directory."""
+    return installed("@modelcontextprotocol/sdk", TS_SDK_VERSION)
 
 
 def test_the_official_typescript_sdk_client_is_guarded_the_same(tmp_path: Path) -> None:

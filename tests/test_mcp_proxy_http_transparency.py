@@ -26,7 +26,8 @@ import httpx2
 import mcp.types as types
 from mcp import Client, StdioServerParameters
 
-from .mcp_proxy.rig import PROXY, UPSTREAM, environment, listening, npm_package
+from .clients.npm import installed
+from .mcp_proxy.rig import PROXY, UPSTREAM, environment, listening
 from .redis_server import free_port
 from .test_mcp_proxy_transparency import ANSWERS, CLIENT_CAPABILITIES, RAW, _call, _conversation
 
@@ -388,7 +389,7 @@ def test_server_everything_shows_the_typescript_client_the_same_direct_and_over_
     """MCP's reference server registers its sampling, elicitation and roots tools only for a
     client that says it can answer them, asks for the client's roots on its own, and answers
     structured content: the client sees all of it as it does directly."""
-    package = npm_package("@modelcontextprotocol/server-everything", EVERYTHING_VERSION)
+    package = installed("@modelcontextprotocol/server-everything", EVERYTHING_VERSION)
     server = ["node", str(package / "dist" / "index.js"), "stdio"]
     with proxy(tmp_path, upstream=server) as url:
         proxied = _ts_view(TS_EVERYTHING, tmp_path, url)

@@ -42,9 +42,10 @@ def need_node(what: str) -> None:
         pytest.skip(f"node and npm are not installed: they install {what} (CI installs them)")
 
 
-def installed(package: str) -> Path:
-    """``package`` installed at its pinned version; the package's directory."""
-    version = PINNED[package]
+def installed(package: str, version: str | None = None) -> Path:
+    """``package`` installed at ``version`` (its pinned one by default); the package's
+    directory."""
+    version = version or PINNED[package]
     need_node(f"{package}@{version}")
     root = cache_root() / f"{package.replace('/', '+').lstrip('@')}-{version}"
     root.mkdir(parents=True, exist_ok=True)

@@ -3,9 +3,7 @@ command an MCP client starts over stdio, or an HTTP server that says when it lis
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -14,7 +12,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import pytest
 from mcp import StdioServerParameters
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -79,35 +76,3 @@ def listening(args: list[str], env: dict[str, str], ready: str) -> Iterator[subp
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-
-
-def npm_package(name: str, version: str) -> Path:
-    """The npm package ``name@version``'s directory, installed once into a cache directory
-    (``node`` and ``npm`` are needed: CI has them; elsewhere the test is skipped)."""
-    if shutil.which("node") is None or shutil.which("npm") is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"node and npm are needed for the tests with {name} (.ci/run)")
-        pytest.skip("node and npm are not installed (CI installs them)")
-    slug = name.rsplit("/", 1)[-1]
-    root = Path.home() / ".cache" / "otel-loopguard" / f"{slug}-{version}"
-    package = root.joinpath("node_modules", *name.split("/"))
-    manifest = package / "package.json"
-    if not (manifest.exists() and json.loads(manifest.read_text())["version"] == version):
-        root.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            [
-                str(shutil.which("npm")),
-                "install",
-                "--ignore-scripts",
-                "--no-audit",
-                "--no-fund",
-                "--loglevel=error",
-                "--prefix",
-                str(root),
-                f"{name}@{version}",
-            ],
-            check=True,
-            capture_output=True,
-            timeout=900,
-        )
-    return package
