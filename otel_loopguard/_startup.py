@@ -19,10 +19,11 @@ def only_compaction_guard(settings: Settings) -> str:
     )
 
 
-def store_of(g: GlobalSettings) -> Store:
-    """The store the configuration names: shared on Redis / Valkey, or in this process."""
+def store_of(g: GlobalSettings, *, max_untracked: int | None = None) -> Store:
+    """The store the configuration names: shared on Redis / Valkey, or in this process (with
+    at most ``max_untracked`` scopes of no run it saw start: ``InMemoryStore``'s default)."""
     if g.store_url is None:
-        return InMemoryStore(g.max_scopes, g.idle_ttl_seconds)
+        return InMemoryStore(g.max_scopes, g.idle_ttl_seconds, max_untracked=max_untracked)
     from .stores.redis import RedisStore  # needs the optional 'redis' package
 
     return RedisStore(

@@ -31,6 +31,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
 
+from .._startup import store_of as _store_of
 from ..config.environment import kill_switch, switched_off
 from ..config.loading import ConfigSource, load_config
 from ..config.settings import GlobalSettings, Settings, resolve
@@ -133,17 +134,7 @@ class Receiver:
 def store_of(g: GlobalSettings) -> Store:
     """The store the configuration names. In memory every scope is held as a run's (a
     receiver sees no span start, so none is 'tracked'), at most ``maxScopes`` of them."""
-    if g.store_url is None:
-        return InMemoryStore(g.max_scopes, g.idle_ttl_seconds, max_untracked=g.max_scopes)
-    from ..stores.redis import RedisStore  # needs the optional 'redis' package
-
-    return RedisStore(
-        g.store_url,
-        timeout=g.store_timeout_seconds,
-        idle_ttl_seconds=g.idle_ttl_seconds,
-        key_prefix=g.store_key_prefix,
-        max_scopes=g.max_scopes,
-    )
+    return _store_of(g, max_untracked=g.max_scopes)
 
 
 def make_receiver(
