@@ -5,15 +5,14 @@ processor judges the same agent's."""
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.clients import npm
 from tests.otlp_receiver import OtlpReceiver
 from tests.receive_helpers import loop_view, looping_agent, receiving
 from tests.test_receive import STRICT, base, processor_views
@@ -22,38 +21,19 @@ HERE = Path(__file__).resolve().parent
 AGENT = HERE / "receive_node_agent.cjs"
 SDK_VERSION = "2.12.1"
 EXPORTER_VERSION = "0.219.0"
-PACKAGES = (
-    "@opentelemetry/api@1.9.0",
-    f"@opentelemetry/sdk-trace-node@{SDK_VERSION}",
-    f"@opentelemetry/sdk-trace-base@{SDK_VERSION}",
-    f"@opentelemetry/exporter-trace-otlp-proto@{EXPORTER_VERSION}",
-    f"@opentelemetry/exporter-trace-otlp-grpc@{EXPORTER_VERSION}",
-)
+PACKAGES = {
+    "@opentelemetry/api": "1.9.0",
+    "@opentelemetry/sdk-trace-node": SDK_VERSION,
+    "@opentelemetry/sdk-trace-base": SDK_VERSION,
+    "@opentelemetry/exporter-trace-otlp-proto": EXPORTER_VERSION,
+    "@opentelemetry/exporter-trace-otlp-grpc": EXPORTER_VERSION,
+}
 
 
 @pytest.fixture(scope="module")
 def node_modules() -> Path:
     """The npm packages, installed first when needed."""
-    root = Path.home() / ".cache" / "otel-loopguard" / f"otel-js-{SDK_VERSION}-{EXPORTER_VERSION}"
-    modules = root / "node_modules"
-    manifest = modules / "@opentelemetry" / "sdk-trace-node" / "package.json"
-    exporter = modules / "@opentelemetry" / "exporter-trace-otlp-grpc" / "package.json"
-    npm = shutil.which("npm")
-    if npm is None or shutil.which("node") is None:
-        pytest.skip("node and npm are not installed: they run this test's agent")
-    root.mkdir(parents=True, exist_ok=True)
-    # One install at a time (pytest-xdist's workers may all get here first).
-    with open(root / ".install.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (manifest.exists() and exporter.exists()):
-            install = ["install", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"]
-            subprocess.run(
-                [npm, *install, "--prefix", str(root), *PACKAGES],
-                check=True,
-                capture_output=True,
-                timeout=600,
-            )
-    return modules
+    return npm.node_modules(PACKAGES)
 
 
 @pytest.mark.parametrize("protocol", ["http", "grpc"])

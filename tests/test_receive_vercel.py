@@ -7,10 +7,8 @@ receiver and by replay alike."""
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -22,6 +20,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 from otel_loopguard.config.loading import load_config
 from otel_loopguard.recorded.backtest import backtest
 from otel_loopguard.recorded.otlp_file import request_to_json
+from tests.clients import npm
 from tests.otlp_receiver import OtlpReceiver
 from tests.receive_helpers import loop_view, receiving
 from tests.test_receive import STRICT, base
@@ -31,13 +30,13 @@ AGENT = HERE / "receive_vercel_agent.cjs"
 AI_VERSION = "6.0.333"
 SDK_VERSION = "2.12.1"
 EXPORTER_VERSION = "0.219.0"
-PACKAGES = (
-    f"ai@{AI_VERSION}",
-    "@opentelemetry/api@1.9.0",
-    f"@opentelemetry/sdk-trace-node@{SDK_VERSION}",
-    f"@opentelemetry/sdk-trace-base@{SDK_VERSION}",
-    f"@opentelemetry/exporter-trace-otlp-proto@{EXPORTER_VERSION}",
-)
+PACKAGES = {
+    "ai": AI_VERSION,
+    "@opentelemetry/api": "1.9.0",
+    "@opentelemetry/sdk-trace-node": SDK_VERSION,
+    "@opentelemetry/sdk-trace-base": SDK_VERSION,
+    "@opentelemetry/exporter-trace-otlp-proto": EXPORTER_VERSION,
+}
 STEPS = 12
 """Model calls, each asking for ``read_file`` of the same file: twelve identical calls."""
 
@@ -45,30 +44,7 @@ STEPS = 12
 @pytest.fixture(scope="module")
 def node_modules() -> Path:
     """The npm packages, installed first when needed."""
-    name = f"vercel-ai-{AI_VERSION}-otel-{SDK_VERSION}-{EXPORTER_VERSION}"
-    root = Path.home() / ".cache" / "otel-loopguard" / name
-    modules = root / "node_modules"
-    manifests = (
-        modules / "ai" / "package.json",
-        modules / "@opentelemetry" / "exporter-trace-otlp-proto" / "package.json",
-    )
-    npm = shutil.which("npm")
-    if npm is None or shutil.which("node") is None:
-        pytest.skip("node and npm are not installed: they run this test's agent")
-    root.mkdir(parents=True, exist_ok=True)
-    # One install at a time (pytest-xdist's workers may all get here first).
-    with open(root / ".install.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not all(manifest.exists() for manifest in manifests):
-            install = ["install", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"]
-            subprocess.run(
-                [npm, *install, "--prefix", str(root), *PACKAGES],
-                check=True,
-                capture_output=True,
-                timeout=600,
-            )
-    assert json.loads(manifests[0].read_text())["version"] == AI_VERSION
-    return modules
+    return npm.node_modules(PACKAGES)
 
 
 def _plain_attributes(span: ProtoSpan) -> dict[str, Any]:

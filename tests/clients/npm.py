@@ -2,9 +2,10 @@
 
 ``installed(package, version)`` puts ``package@version`` into
 ``$OTEL_LOOPGUARD_CLIENTS_DIR`` (else ``~/.cache/otel-loopguard/clients``)/``<name>-<version>``,
-under a lock (xdist workers and CI's legs share it), and returns the package's directory. Where
-node or npm is missing the test is skipped, and fails under ``CI`` (``.ci/run`` installs both),
-as the OpenClaw parity tests do.
+under a lock (xdist workers and CI's legs share it), and returns the package's directory;
+``node_modules(packages)`` installs several together (an agent's SDK and exporters) the same
+way. Where node or npm is missing the test is skipped, and fails under ``CI`` (``.ci/run``
+installs both), as the OpenClaw parity tests do.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 
 PINNED = {
@@ -46,14 +48,22 @@ def installed(package: str, version: str | None = None) -> Path:
     """``package`` installed at ``version`` (its pinned one by default); the package's
     directory."""
     version = version or PINNED[package]
-    need_node(f"{package}@{version}")
-    root = cache_root() / f"{package.replace('/', '+').lstrip('@')}-{version}"
+    return node_modules({package: version}) / package
+
+
+def node_modules(packages: Mapping[str, str]) -> Path:
+    """``packages`` (each name's version) installed together into one directory of the cache,
+    once (under its lock: xdist's workers may all get here first); its ``node_modules``, for
+    ``NODE_PATH`` or a package's own directory."""
+    need_node(", ".join(f"{name}@{version}" for name, version in packages.items()))
+    root = cache_root() / "_".join(
+        f"{name.replace('/', '+').lstrip('@')}-{version}" for name, version in packages.items()
+    )
     root.mkdir(parents=True, exist_ok=True)
-    target = root / "node_modules" / package
+    modules = root / "node_modules"
     with (root / ".lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        manifest = target / "package.json"
-        if not (manifest.exists() and json.loads(manifest.read_text())["version"] == version):
+        if not all(_version(modules / name) == version for name, version in packages.items()):
             subprocess.run(
                 [
                     str(shutil.which("npm")),
@@ -64,13 +74,18 @@ def installed(package: str, version: str | None = None) -> Path:
                     "--loglevel=error",
                     "--prefix",
                     str(root),
-                    f"{package}@{version}",
+                    *(f"{name}@{version}" for name, version in packages.items()),
                 ],
                 check=True,
                 capture_output=True,
                 timeout=900,
             )
-    return target
+    return modules
+
+
+def _version(package: Path) -> str | None:
+    manifest = package / "package.json"
+    return json.loads(manifest.read_text())["version"] if manifest.exists() else None
 
 
 if __name__ == "__main__":
