@@ -112,9 +112,11 @@ def test_four_processes_at_once_lose_no_call_and_count_none_twice(
             worker.join(timeout=60)
             if worker.is_alive():
                 worker.kill()
+    # No call decided on a process's own copy (its updates lost every race until the timeout):
+    # asserted first, as it is the one cause of a count seen twice.
+    assert [report["fallbacks"] for report in reports] == [0] * WORKERS
     counts = sorted(count for report in reports for count in report["counts"])
     assert counts == list(range(WORKERS * 50))
-    assert all(report["fallbacks"] == 0 for report in reports)
 
 
 @pytest.fixture(autouse=True)
